@@ -1,0 +1,41 @@
+# ContextForge: `make run` starts everything, `make test` runs every test. Nothing else is needed.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench install system-deps lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first: the CPU build that lies on this machine; anything else would pull gigabytes.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py ensure_admin
+	$(PY) manage.py serve
+
+# The test suite needs a browser (Debian's chromium) and git; as root it installs what is missing.
+system-deps:
+	@command -v chromium >/dev/null && command -v git >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium git >/dev/null; \
+	  else echo "Install Debian's chromium and git (sudo apt-get install chromium git)"; exit 1; fi; }
+
+test: install system-deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m bench $(BENCH_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) var

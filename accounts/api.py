@@ -1,0 +1,47 @@
+"""What an API request may reach: the projects of its key, by scope."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import exceptions
+
+from accounts.models import Project
+from accounts.selectors import projects_for
+from contextforge.api import ApplicationError
+
+PROJECT_UNKNOWN = "No project '{slug}' that this key may {scope} in."
+PROJECT_REQUIRED = "This key reaches several projects: name one with 'project'."
+ROLE_FORBIDS = "Your role in project '{slug}' does not allow '{scope}'."
+
+
+def request_projects(request, scope: str = "read") -> QuerySet[Project]:
+    return projects_for(user=request.user, scope=scope, api_key=request.auth)
+
+
+def request_project(request, slug: str | None, scope: str) -> Project:
+    """The one project a write or a scoped read acts on, from ``slug`` or the key's binding."""
+    projects = request_projects(request, scope)
+    if slug:
+        project = projects.filter(slug=slug).first()
+        if project is None:
+            raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug, scope=scope), field="project")
+        return project
+    if request.auth.project_id is not None:
+        project = projects.filter(pk=request.auth.project_id).first()
+        if project is None:
+            raise exceptions.PermissionDenied(
+                ROLE_FORBIDS.format(slug=request.auth.project.slug, scope=scope)
+            )
+        return project
+    candidates = list(projects[:2])
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise ApplicationError(PROJECT_UNKNOWN.format(slug="(any)", scope=scope), field="project")
+    raise ApplicationError(PROJECT_REQUIRED, field="project")
+
+
+def ensure_may(request, project: Project, scope: str) -> None:
+    """403 when the caller sees ``project`` but may not act there with ``scope``."""
+    if not request_projects(request, scope).filter(pk=project.pk).exists():
+        raise exceptions.PermissionDenied(ROLE_FORBIDS.format(slug=project.slug, scope=scope))

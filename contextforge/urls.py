@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from contextforge import views
+
+api_v1 = [
+    path("", include("knowledge.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("api/v1/", include((api_v1, "api"))),
+    path("dashboard/", include("knowledge.urls")),
+    path("dashboard/keys/", include("accounts.urls")),
+]

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from knowledge.models import KnowledgeItem
+
+TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."
+
+
+class ItemOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    is_pending = serializers.BooleanField(read_only=True, help_text="True until the item has an embedding.")
+
+    class Meta:
+        model = KnowledgeItem
+        fields = [
+            "id",
+            "project",
+            "title",
+            "content",
+            "tags",
+            "references",
+            "is_proposal",
+            "is_pending",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+def _tags_field(**kwargs):
+    return serializers.ListField(
+        child=serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH, allow_blank=False),
+        max_length=settings.CONTEXTFORGE_MAX_TAGS,
+        help_text=TAGS_FIELD_HELP,
+        **kwargs,
+    )
+
+
+class ItemCreateInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    content = serializers.CharField(
+        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False
+    )
+    tags = _tags_field(required=False, default=list)
+    project = serializers.SlugField(
+        required=False, help_text="Project slug; optional when the API key is bound to one project."
+    )
+
+
+class ItemUpdateInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
+    content = serializers.CharField(
+        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False, required=False
+    )
+    tags = _tags_field(required=False)
+
+
+class SearchFiltersSerializer(serializers.Serializer):
+    tags = _tags_field(required=False, default=list)
+
+
+class SearchInputSerializer(serializers.Serializer):
+    query = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    filters = SearchFiltersSerializer(required=False)
+    project = serializers.SlugField(
+        required=False, help_text="Search one project; default: every project you see."
+    )
+
+
+class SignalsSerializer(serializers.Serializer):
+    cosine = serializers.FloatField()
+    recency = serializers.FloatField()
+    git = serializers.FloatField()
+    proposal_penalty = serializers.FloatField()
+
+
+class HitSerializer(serializers.Serializer):
+    item = ItemOutputSerializer()
+    score = serializers.FloatField()
+    signals = SignalsSerializer()
+    live_references = serializers.ListField(child=serializers.CharField())
+
+
+class SearchOutputSerializer(serializers.Serializer):
+    results = HitSerializer(many=True)
+    took_ms = serializers.FloatField()
+
+
+class ImportErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class ImportOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
+    errors = ImportErrorSerializer(many=True)
+    skipped_lines = serializers.ListField(child=serializers.IntegerField())
+
+
+class ImportRecordSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    content = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    project = serializers.SlugField(required=False)
+    created_at = serializers.DateTimeField(required=False)
+    updated_at = serializers.DateTimeField(required=False)

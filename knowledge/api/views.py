@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import parsers, serializers, status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api import ensure_may, request_project, request_projects
+from contextforge.api import ApplicationError
+from knowledge import embeddings, selectors, services
+from knowledge.api import serializers as s
+from knowledge.ranking import SearchFilters, search
+
+ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
+FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
+IMPORT_TOO_LARGE = "The import body is larger than {max} bytes."
+SEARCH_UNAVAILABLE = "Search is unavailable: the embedding model cannot be loaded."
+
+COMMON_ERRORS = {400: FIELD_ERRORS, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
+
+
+class ItemListCreateApi(GenericAPIView):
+    serializer_class = s.ItemOutputSerializer
+
+    def get_queryset(self):
+        return selectors.items_for(
+            projects=request_projects(self.request), tag=self.request.query_params.get("tag")
+        )
+
+    @extend_schema(
+        operation_id="items_list",
+        parameters=[
+            OpenApiParameter("tag", str, description="Only items carrying this tag."),
+            OpenApiParameter("project", str, description="Only this project (slug)."),
+        ],
+        responses={200: s.ItemOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+    )
+    def get(self, request):
+        items = self.get_queryset()
+        if slug := request.query_params.get("project"):
+            items = items.filter(project=request_project(request, slug, "read"))
+        page = self.paginate_queryset(items)
+        return self.get_paginated_response(s.ItemOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="items_create",
+        request=s.ItemCreateInputSerializer,
+        responses={201: s.ItemOutputSerializer, **COMMON_ERRORS},
+    )
+    def post(self, request):
+        data = _valid(s.ItemCreateInputSerializer, request.data)
+        project = request_project(request, data.get("project"), "write")
+        item = services.item_create(
+            project=project,
+            title=data["title"],
+            content=data["content"],
+            tags=data["tags"],
+            created_by=request.user,
+        )
+        return Response(s.ItemOutputSerializer(item).data, status=status.HTTP_201_CREATED)
+
+
+class ItemDetailApi(APIView):
+    def get_object(self, pk: int):
+        return selectors.item_get(projects=request_projects(self.request), pk=pk)
+
+    @extend_schema(
+        operation_id="items_retrieve", responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE}
+    )
+    def get(self, request, pk: int):
+        return Response(s.ItemOutputSerializer(self.get_object(pk)).data)
+
+    @extend_schema(
+        operation_id="items_update",
+        request=s.ItemUpdateInputSerializer,
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+    )
+    def patch(self, request, pk: int):
+        item = self.get_object(pk)
+        ensure_may(request, item.project, "write")
+        data = _valid(s.ItemUpdateInputSerializer, request.data)
+        item = services.item_update(item=item, **data)
+        return Response(s.ItemOutputSerializer(item).data)
+
+    @extend_schema(
+        operation_id="items_destroy", responses={204: None, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE}
+    )
+    def delete(self, request, pk: int):
+        item = self.get_object(pk)
+        ensure_may(request, item.project, "write")
+        services.item_delete(item=item)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SearchApi(APIView):
+    required_scope = "read"
+
+    @extend_schema(
+        operation_id="search",
+        request=s.SearchInputSerializer,
+        responses={200: s.SearchOutputSerializer, 503: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Items ranked by relevance and trust (see the ranking spec); each hit carries its breakdown.",
+    )
+    def post(self, request):
+        data = _valid(s.SearchInputSerializer, request.data)
+        if not data["query"].strip():
+            raise ApplicationError("The query must not be blank.", field="query")
+        slug = data.get("project")
+        projects = [request_project(request, slug, "read")] if slug else request_projects(request)
+        filters = SearchFilters(tags=tuple(data.get("filters", {}).get("tags", [])))
+        try:
+            result = search(projects=projects, query=data["query"], filters=filters, limit=data["limit"])
+        except embeddings.EmbeddingUnavailable:
+            raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
+        body = {
+            "results": [
+                {
+                    "item": s.ItemOutputSerializer(hit.item).data,
+                    "score": hit.score,
+                    "signals": vars(hit.signals),
+                    "live_references": list(hit.live_references),
+                }
+                for hit in result.hits
+            ],
+            "took_ms": round(result.took_ms, 2),
+        }
+        return Response(body)
+
+
+class RawBodyParser(parsers.BaseParser):
+    """Hands the view the raw body: an import is a JSON array or JSON Lines, read line by line."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.CONTEXTFORGE_MAX_IMPORT_BYTES
+        body = stream.read(limit + 1) if stream is not None else b""
+        if len(body) > limit:
+            raise ApplicationError(IMPORT_TOO_LARGE.format(max=limit), field="body", status_code=413)
+        return body
+
+
+class ItemImportApi(APIView):
+    required_scope = "admin"
+    parser_classes = [RawBodyParser]
+
+    @extend_schema(
+        operation_id="items_import",
+        parameters=[
+            OpenApiParameter("project", str, description="Default project (slug) for lines that name none.")
+        ],
+        request={
+            "application/json": s.ImportRecordSerializer(many=True),
+            "application/x-ndjson": OpenApiTypes.STR,
+        },
+        responses={200: s.ImportOutputSerializer, **COMMON_ERRORS},
+        description="A JSON array or JSON Lines of items. created_at/updated_at are kept when given. "
+        "A bad line fails alone: the rest imports and the answer says which lines failed.",
+    )
+    def post(self, request):
+        writable = {p.slug: p for p in request_projects(request, "write")}
+        slug = request.query_params.get("project")
+        try:
+            default = request_project(request, slug, "write")
+        except ApplicationError:
+            if slug:
+                raise
+            default = None
+        body = request.data if isinstance(request.data, bytes) else b""
+        if not body.strip():
+            raise ApplicationError("The import body is empty.", field="body")
+        report = services.items_import(
+            records=services.parse_import_body(body),
+            default_project=default,
+            projects_by_slug=writable,
+            created_by=request.user,
+        )
+        return Response(report.as_dict())
+
+
+class ItemExportApi(APIView):
+    @extend_schema(
+        operation_id="items_export",
+        parameters=[OpenApiParameter("project", str, description="Only this project (slug).")],
+        responses={(200, "application/x-ndjson"): OpenApiTypes.STR, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+        description="Every item you may read, as JSON Lines that the import reads back unchanged.",
+    )
+    def get(self, request):
+        items = selectors.items_for(projects=request_projects(request)).order_by("id")
+        if slug := request.query_params.get("project"):
+            items = items.filter(project=request_project(request, slug, "read"))
+        lines = (
+            json.dumps(services.export_record(item), ensure_ascii=False) + "\n"
+            for item in items.iterator(2000)
+        )
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="contextforge-items.jsonl"'
+        return response
+
+
+def _valid(serializer_class, data) -> dict:
+    if not isinstance(data, dict):
+        raise ApplicationError("The body must be a JSON object.", field="body")
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+from accounts.models import Project
+
+
+class TagsField(forms.CharField):
+    """Tags typed as words separated by commas or spaces."""
+
+    def to_python(self, value) -> list[str]:
+        value = super().to_python(value) or ""
+        return [tag for tag in value.replace(",", " ").split() if tag]
+
+    def prepare_value(self, value):
+        return " ".join(value) if isinstance(value, list | tuple) else value
+
+
+class ItemForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    title = forms.CharField(label=_("Title"), max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    content = forms.CharField(
+        label=_("Content"),
+        widget=forms.Textarea(attrs={"rows": 10}),
+        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH,
+        strip=False,
+    )
+    tags = TagsField(label=_("Tags"), required=False, help_text=_("Separated by spaces or commas."))
+
+    def __init__(self, *args, projects=None, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects if projects is not None else Project.objects.none()
+        if editing:
+            del self.fields["project"]
+        elif projects is not None and projects.count() == 1:
+            self.fields["project"].initial = projects.first()
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(label=_("Query"), required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
+    tags = TagsField(label=_("Tags"), required=False)
+    limit = forms.IntegerField(min_value=1, max_value=100, required=False)

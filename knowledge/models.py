@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from pgvector.django import CosineDistance, HnswIndex, VectorField
+
+from accounts.models import Project
+
+TEST_TAG = "test"
+
+
+class KnowledgeItemQuerySet(models.QuerySet):
+    def in_projects(self, projects) -> KnowledgeItemQuerySet:
+        return self.filter(project__in=projects)
+
+    def with_tags(self, tags: list[str] | None) -> KnowledgeItemQuerySet:
+        """Items carrying any of ``tags``; with no tags, everything but test fixtures."""
+        if tags:
+            return self.filter(tags__overlap=tags)
+        return self.exclude(tags__contains=[TEST_TAG])
+
+    def embedded(self) -> KnowledgeItemQuerySet:
+        return self.filter(embedding__isnull=False)
+
+    def pending(self) -> KnowledgeItemQuerySet:
+        return self.filter(embedding__isnull=True)
+
+    def with_cosine(self, vector) -> KnowledgeItemQuerySet:
+        return self.annotate(cosine=1 - CosineDistance("embedding", vector))
+
+
+class KnowledgeItem(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    title = models.CharField(max_length=300)
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    references = ArrayField(models.CharField(max_length=500), default=list, blank=True, editable=False)
+    is_proposal = models.BooleanField(default=False, editable=False)
+    # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in.
+    embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS, null=True, editable=False)
+    embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    # SHA-256 of title + "\n" + content: how an import recognises an item it already holds.
+    content_hash = models.CharField(max_length=64, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(editable=False)
+    updated_at = models.DateTimeField(editable=False)
+
+    objects = KnowledgeItemQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            HnswIndex(
+                name="item_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(name="item_tags_gin", fields=["tags"]),
+            models.Index(name="item_project_hash", fields=["project", "content_hash"]),
+            models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_pending(self) -> bool:
+        return self.embedding is None
+
+    @property
+    def embedded_text(self) -> str:
+        return embedded_text(self.title, self.content)
+
+
+def embedded_text(title: str, content: str) -> str:
+    return f"{title}\n{content}"

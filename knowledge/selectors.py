@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from knowledge.models import KnowledgeItem
+
+
+def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
+    items = KnowledgeItem.objects.in_projects(projects).select_related("project").defer("embedding")
+    if tag:
+        items = items.filter(tags__contains=[tag])
+    return items
+
+
+def item_get(*, projects, pk: int) -> KnowledgeItem:
+    """The item if the caller may see its project; 404 otherwise (never its title)."""
+    return get_object_or_404(items_for(projects=projects), pk=pk)
+
+
+def overview_counts(*, projects) -> dict:
+    return KnowledgeItem.objects.in_projects(projects).aggregate(
+        total=Count("id"),
+        proposals=Count("id", filter=Q(is_proposal=True)),
+        pending=Count("id", filter=Q(embedding__isnull=True)),
+        test=Count("id", filter=Q(tags__contains=["test"])),
+    )
+
+
+def tags_in(*, projects) -> list[str]:
+    rows = KnowledgeItem.objects.in_projects(projects).values_list("tags", flat=True)
+    return sorted({tag for tags in rows for tag in tags})

@@ -1,0 +1,372 @@
+"""Writes to knowledge. Every item is saved, even when the model cannot embed it yet."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from accounts.models import Project
+from knowledge import embeddings
+from knowledge.models import KnowledgeItem, embedded_text
+from knowledge.text import extract_references, is_proposal
+
+logger = logging.getLogger(__name__)
+
+TITLE_REQUIRED = "A title is required."
+TITLE_TOO_LONG = "A title has at most {max} characters."
+CONTENT_REQUIRED = "Content is required."
+CONTENT_TOO_LONG = "Content has at most {max} characters."
+TAGS_NOT_A_LIST = "Tags must be a list of strings."
+TAG_INVALID = "A tag is a non-empty string of at most {max} characters without spaces."
+TOO_MANY_TAGS = "An item has at most {max} tags."
+TIMESTAMP_INVALID = "Not an ISO 8601 date-time: {value!r}."
+NOT_AN_OBJECT = "Each item must be a JSON object."
+UNKNOWN_FIELDS = "Unknown field(s): {fields}."
+PROJECT_UNKNOWN = "No project {slug!r} that you may write to."
+
+
+def _clean_tags(tags) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+        raise ValidationError({"tags": TAGS_NOT_A_LIST})
+    cleaned: dict[str, None] = {}
+    for tag in tags:
+        tag = tag.strip()
+        if not tag or len(tag) > settings.CONTEXTFORGE_MAX_TAG_LENGTH or any(c.isspace() for c in tag):
+            raise ValidationError({"tags": TAG_INVALID.format(max=settings.CONTEXTFORGE_MAX_TAG_LENGTH)})
+        cleaned.setdefault(tag, None)
+    if len(cleaned) > settings.CONTEXTFORGE_MAX_TAGS:
+        raise ValidationError({"tags": TOO_MANY_TAGS.format(max=settings.CONTEXTFORGE_MAX_TAGS)})
+    return list(cleaned)
+
+
+def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
+    """Validate an item's editable fields, raising one ValidationError that names each bad field."""
+    errors: dict[str, str] = {}
+    if not isinstance(title, str) or not title.strip():
+        errors["title"] = TITLE_REQUIRED
+    elif len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
+        errors["title"] = TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    if not isinstance(content, str) or not content.strip():
+        errors["content"] = CONTENT_REQUIRED
+    elif len(content) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
+        errors["content"] = CONTENT_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
+    try:
+        tags = _clean_tags(tags)
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    if errors:
+        raise ValidationError(errors)
+    return title.strip(), content, tags
+
+
+def content_hash(title: str, content: str) -> str:
+    return hashlib.sha256(embedded_text(title, content).encode()).hexdigest()
+
+
+def _derive(item: KnowledgeItem) -> None:
+    """The fields computed from the text: references, proposal flag, hash."""
+    item.references = extract_references(item.title, item.content)
+    item.is_proposal = is_proposal(item.title, item.content)
+    item.content_hash = content_hash(item.title, item.content)
+
+
+def _embed_into(items: list[KnowledgeItem]) -> bool:
+    """Fill in the embeddings of ``items``; on failure leave them pending and say so."""
+    try:
+        vectors = embeddings.embed_texts([item.embedded_text for item in items])
+    except embeddings.EmbeddingUnavailable as exc:
+        logger.warning("saving %d item(s) as pending: %s", len(items), exc)
+        for item in items:
+            item.embedding = None
+            item.embedding_model = ""
+        return False
+    model = embeddings.model_name()
+    for item, vector in zip(items, vectors, strict=True):
+        item.embedding = vector
+        item.embedding_model = model
+    return True
+
+
+def _queue_embedding(item_ids: list[int]) -> None:
+    from knowledge.tasks import embed_items
+
+    def send() -> None:
+        try:
+            embed_items.delay(item_ids)
+        except Exception:  # the broker is down: the beat sweep of pending items will find them
+            logger.exception("could not queue embedding of items %s", item_ids)
+
+    transaction.on_commit(send)
+
+
+def item_create(
+    *,
+    project: Project,
+    title: str,
+    content: str,
+    tags: list[str] | None = None,
+    created_by=None,
+) -> KnowledgeItem:
+    title, content, tags = clean_item_fields(title=title, content=content, tags=tags)
+    now = timezone.now()
+    item = KnowledgeItem(
+        project=project,
+        title=title,
+        content=content,
+        tags=tags,
+        created_by=created_by,
+        created_at=now,
+        updated_at=now,
+    )
+    _derive(item)
+    embedded = _embed_into([item])
+    with transaction.atomic():
+        item.save()
+        if not embedded:
+            _queue_embedding([item.pk])
+    return item
+
+
+_UNSET = object()
+
+
+def item_update(*, item: KnowledgeItem, title=_UNSET, content=_UNSET, tags=_UNSET) -> KnowledgeItem:
+    with transaction.atomic():
+        # Lock the row: two clients editing one item at once must not lose either edit.
+        current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        new_title = current.title if title is _UNSET else title
+        new_content = current.content if content is _UNSET else content
+        new_tags = current.tags if tags is _UNSET else tags
+        new_title, new_content, new_tags = clean_item_fields(
+            title=new_title, content=new_content, tags=new_tags
+        )
+        text_changed = (new_title, new_content) != (current.title, current.content)
+        current.title, current.content, current.tags = new_title, new_content, new_tags
+        fields = ["title", "content", "tags"]
+        if text_changed:
+            _derive(current)
+            current.updated_at = timezone.now()
+            embedded = _embed_into([current])
+            fields += [
+                "references",
+                "is_proposal",
+                "content_hash",
+                "updated_at",
+                "embedding",
+                "embedding_model",
+            ]
+            if not embedded:
+                _queue_embedding([current.pk])
+        current.save(update_fields=fields)
+    return current
+
+
+def item_delete(*, item: KnowledgeItem) -> None:
+    item.delete()
+
+
+def items_embed(*, item_ids: Iterable[int]) -> int:
+    """Embed the pending items among ``item_ids``; returns how many were embedded."""
+    done = 0
+    with transaction.atomic():
+        items = list(
+            KnowledgeItem.objects.select_for_update(skip_locked=True).filter(pk__in=list(item_ids)).pending()
+        )
+        if items and _embed_into(items):
+            KnowledgeItem.objects.bulk_update(items, ["embedding", "embedding_model"])
+            done = len(items)
+        elif items:
+            raise embeddings.EmbeddingUnavailable(f"{len(items)} item(s) still pending")
+    return done
+
+
+# ----- import ---------------------------------------------------------------------------------
+
+IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project"}
+IMPORT_BATCH = 256
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    skipped: int = 0
+    failed: int = 0
+    errors: list[dict] = field(default_factory=list)
+    skipped_lines: list[int] = field(default_factory=list)
+    pending: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "created": self.created,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "pending": self.pending,
+            "errors": self.errors,
+            "skipped_lines": self.skipped_lines,
+        }
+
+
+def parse_import_body(body: bytes) -> Iterator[tuple[int, object]]:
+    """(line number, decoded value) for a JSON array or JSON Lines body; a bad line yields its error."""
+    text = body.decode("utf-8-sig", errors="replace")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            values = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            yield 0, ValidationError({"body": f"Invalid JSON array: {exc.msg} at line {exc.lineno}."})
+            return
+        yield from enumerate(values, start=1)
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, ValidationError({"line": f"Invalid JSON: {exc.msg}."})
+
+
+def _parse_stamp(name: str, value) -> datetime | None:
+    if value is None:
+        return None
+    stamp = parse_datetime(value) if isinstance(value, str) else None
+    if stamp is None:
+        raise ValidationError({name: TIMESTAMP_INVALID.format(value=value)})
+    if timezone.is_naive(stamp):
+        stamp = timezone.make_aware(stamp, timezone.UTC)
+    return stamp
+
+
+def items_import(
+    *,
+    records: Iterable[tuple[int, object]],
+    default_project: Project | None,
+    projects_by_slug: dict[str, Project],
+    created_by=None,
+) -> ImportReport:
+    """Import items in batches: each valid record is created, a duplicate skipped, a bad one reported."""
+    report = ImportReport()
+    batch: list[tuple[int, KnowledgeItem]] = []
+    seen: set[tuple[int, str]] = set()
+
+    def fail(number: int, exc: ValidationError) -> None:
+        report.failed += 1
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"line": exc.messages}
+        report.errors.append({"line": number, "errors": errors})
+
+    for number, value in records:
+        if isinstance(value, ValidationError):
+            fail(number, value)
+            continue
+        try:
+            item = _import_record(value, default_project, projects_by_slug, created_by)
+        except ValidationError as exc:
+            fail(number, exc)
+            continue
+        key = (item.project_id, item.content_hash)
+        if key in seen:
+            report.skipped += 1
+            report.skipped_lines.append(number)
+            continue
+        seen.add(key)
+        batch.append((number, item))
+        if len(batch) >= IMPORT_BATCH:
+            _import_batch(batch, report)
+            batch = []
+    if batch:
+        _import_batch(batch, report)
+    return report
+
+
+def _import_record(value, default_project, projects_by_slug, created_by) -> KnowledgeItem:
+    if not isinstance(value, dict):
+        raise ValidationError({"line": NOT_AN_OBJECT})
+    unknown = sorted(set(value) - IMPORT_FIELDS - {"id", "references", "is_proposal"})
+    if unknown:
+        raise ValidationError({"line": UNKNOWN_FIELDS.format(fields=", ".join(unknown))})
+    slug = value.get("project")
+    if slug is not None:
+        project = projects_by_slug.get(slug) if isinstance(slug, str) else None
+        if project is None:
+            raise ValidationError({"project": PROJECT_UNKNOWN.format(slug=slug)})
+    elif default_project is not None:
+        project = default_project
+    else:
+        raise ValidationError({"project": "Name the project: this key may write to several."})
+    title, content, tags = clean_item_fields(
+        title=value.get("title"), content=value.get("content"), tags=value.get("tags")
+    )
+    errors = {}
+    stamps = {}
+    for name in ("created_at", "updated_at"):
+        try:
+            stamps[name] = _parse_stamp(name, value.get(name))
+        except ValidationError as exc:
+            errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    if errors:
+        raise ValidationError(errors)
+    now = timezone.now()
+    created_at = stamps["created_at"] or stamps["updated_at"] or now
+    updated_at = stamps["updated_at"] or created_at
+    item = KnowledgeItem(
+        project=project,
+        title=title,
+        content=content,
+        tags=tags,
+        created_by=created_by,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+    _derive(item)
+    return item
+
+
+def _import_batch(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) -> None:
+    existing = set(
+        KnowledgeItem.objects.filter(
+            project_id__in={item.project_id for _, item in batch},
+            content_hash__in=[item.content_hash for _, item in batch],
+        ).values_list("project_id", "content_hash")
+    )
+    fresh = []
+    for number, item in batch:
+        if (item.project_id, item.content_hash) in existing:
+            report.skipped += 1
+            report.skipped_lines.append(number)
+        else:
+            fresh.append(item)
+    if not fresh:
+        return
+    embedded = _embed_into(fresh)
+    with transaction.atomic():
+        KnowledgeItem.objects.bulk_create(fresh, batch_size=IMPORT_BATCH)
+        if not embedded:
+            report.pending += len(fresh)
+            _queue_embedding([item.pk for item in fresh])
+    report.created += len(fresh)
+
+
+def export_record(item: KnowledgeItem) -> dict:
+    """One exported line; ``items_import`` reads it back into the same item."""
+    return {
+        "id": item.pk,
+        "project": item.project.slug,
+        "title": item.title,
+        "content": item.content,
+        "tags": item.tags,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }

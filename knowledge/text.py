@@ -1,0 +1,41 @@
+"""Pure functions over an item's text: the file paths it names and whether it is a wish."""
+
+from __future__ import annotations
+
+import re
+
+PROPOSAL_MARKERS = ("TODO:", "FIXME:", "WISH:", "XXX:", "HACK:", "IDEA:")
+
+# File names that carry no extension but are still files people refer to.
+_BARE_FILES = r"(?:Makefile|Dockerfile|Procfile|Gemfile|Rakefile|Jenkinsfile|Vagrantfile|LICENSE|CODEOWNERS)"
+# A path: optional ./, segments of word characters, dots and dashes, separated by /, ending in a
+# name with an extension of letters and digits (or a known bare file name). Optional :line or #Lnn.
+_PATH = re.compile(
+    r"(?<![\w/.:@-])"  # not in the middle of a word, path, URL or e-mail
+    r"(?:\./)?"
+    r"(?P<path>(?:[\w.-]+/)*(?:[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9}|" + _BARE_FILES + r"))"
+    r"(?::\d+(?::\d+)?|#L\d+(?:-L?\d+)?)?"
+    r"(?![\w/-])"
+)
+_URLISH = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+# Version numbers, abbreviations and numbers look like "names with an extension" but are not files.
+_NOT_A_FILE = re.compile(r"^(?:v?\d+(?:\.\d+)+|e\.g|i\.e|etc|vs|\d+\.\w+)$", re.IGNORECASE)
+
+
+def extract_references(*texts: str) -> list[str]:
+    """Repository-relative file paths named in ``texts``, normalized, in order of first mention."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for match in _PATH.finditer(_URLISH.sub(" ", text)):
+            path = match.group("path").rstrip(".")
+            if "." not in path.rsplit("/", 1)[-1] and not re.search(_BARE_FILES + "$", path):
+                continue
+            if _NOT_A_FILE.match(path) or path.startswith("../"):
+                continue
+            seen.setdefault(path, None)
+    return list(seen)
+
+
+def is_proposal(*texts: str) -> bool:
+    """Whether any of ``texts`` (title, content) starts, after whitespace, with a proposal marker."""
+    return any(text.lstrip().startswith(PROPOSAL_MARKERS) for text in texts)

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.selectors import projects_for
+from knowledge import embeddings, selectors, services
+from knowledge.forms import ItemForm, SearchForm
+from knowledge.models import TEST_TAG
+from knowledge.ranking import SearchFilters, search
+
+
+def _apply_errors(form, exc: ValidationError) -> None:
+    for field, errors in exc.message_dict.items():
+        form.add_error(field if field in form.fields else None, errors)
+
+
+@require_GET
+def overview(request):
+    projects = projects_for(user=request.user)
+    context = {
+        "counts": selectors.overview_counts(projects=projects),
+        "recent": selectors.items_for(projects=projects)[:10],
+        "projects": projects,
+    }
+    return render(request, "knowledge/overview.html", context)
+
+
+@require_GET
+def item_list(request):
+    projects = projects_for(user=request.user)
+    tag = request.GET.get("tag") or None
+    page = Paginator(selectors.items_for(projects=projects, tag=tag), 25).get_page(request.GET.get("page"))
+    context = {"page": page, "tag": tag, "tags": selectors.tags_in(projects=projects)}
+    return render(request, "knowledge/item_list.html", context)
+
+
+@require_GET
+def item_detail(request, pk: int):
+    item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
+    may_write = projects_for(user=request.user, scope="write").filter(pk=item.project_id).exists()
+    return render(request, "knowledge/item_detail.html", {"item": item, "may_write": may_write})
+
+
+@require_http_methods(["GET", "POST"])
+def item_create(request):
+    projects = projects_for(user=request.user, scope="write")
+    form = ItemForm(request.POST or None, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        try:
+            item = services.item_create(
+                project=form.cleaned_data["project"],
+                title=form.cleaned_data["title"],
+                content=form.cleaned_data["content"],
+                tags=form.cleaned_data["tags"],
+                created_by=request.user,
+            )
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            if item.is_pending:
+                messages.warning(
+                    request, _("Saved. The item will be searchable once the model has embedded it.")
+                )
+            else:
+                messages.success(request, _("Saved."))
+            return redirect("dashboard:item", pk=item.pk)
+    return render(request, "knowledge/item_form.html", {"form": form, "item": None})
+
+
+def _writable_item(request, pk: int):
+    item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
+    if not projects_for(user=request.user, scope="write").filter(pk=item.project_id).exists():
+        raise PermissionDenied(_("Your role in this project does not allow changes."))
+    return item
+
+
+@require_http_methods(["GET", "POST"])
+def item_edit(request, pk: int):
+    item = _writable_item(request, pk)
+    initial = {"title": item.title, "content": item.content, "tags": item.tags}
+    form = ItemForm(request.POST or None, initial=initial, editing=True)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.item_update(item=item, **form.cleaned_data)
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, _("Saved."))
+            return redirect("dashboard:item", pk=item.pk)
+    return render(request, "knowledge/item_form.html", {"form": form, "item": item})
+
+
+@require_POST
+def item_delete(request, pk: int):
+    item = _writable_item(request, pk)
+    services.item_delete(item=item)
+    messages.success(request, _("Deleted “%(title)s”.") % {"title": item.title})
+    return redirect("dashboard:items")
+
+
+@require_GET
+def search_page(request):
+    form = SearchForm(request.GET or None)
+    context = {"form": form, "result": None, "query": "", "error": None}
+    if form.is_valid() and form.cleaned_data["q"].strip():
+        tags = form.cleaned_data["tags"]
+        context["query"] = form.cleaned_data["q"]
+        context["tags"] = tags
+        try:
+            context["result"] = search(
+                projects=projects_for(user=request.user),
+                query=form.cleaned_data["q"],
+                filters=SearchFilters(tags=tuple(tags)),
+                limit=form.cleaned_data["limit"] or 10,
+                count_excluded=True,
+            )
+        except embeddings.EmbeddingUnavailable:
+            context["error"] = _("Search is unavailable right now: the embedding model cannot be loaded.")
+        context["with_test"] = " ".join([*tags, TEST_TAG]) if TEST_TAG not in tags else None
+    template = "knowledge/search.html#results" if request.htmx else "knowledge/search.html"
+    return render(request, template, context)

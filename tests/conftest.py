@@ -1,0 +1,69 @@
+"""Shared fixtures: the real embedded PostgreSQL + pgvector, the real model (loaded once), a cast of users."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from accounts import services as account_services
+from accounts.models import Project, Role
+from knowledge import embeddings
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real all-MiniLM-L6-v2, loaded once per test session."""
+    return embeddings.get_model()
+
+
+@pytest.fixture(autouse=True)
+def _model_loaded_once(embedder):
+    # Every test shares the one loaded model; tests that break it (a bad model name) do so by setting.
+    yield
+
+
+@dataclass
+class Cast:
+    project: Project
+    owner: object
+    member: object
+    viewer: object
+    outsider: object
+    other_project: Project
+
+
+def make_user(username: str, password: str = "correct horse battery"):
+    return get_user_model().objects.create_user(username=username, password=password)
+
+
+@pytest.fixture
+def cast(db) -> Cast:
+    owner, member, viewer, outsider = (make_user(n) for n in ("owner", "member", "viewer", "outsider"))
+    project = account_services.project_create(name="Acme", slug="acme", owner=owner)
+    account_services.membership_set(user=member, project=project, role=Role.MEMBER)
+    account_services.membership_set(user=viewer, project=project, role=Role.VIEWER)
+    other = account_services.project_create(name="Elsewhere", slug="elsewhere", owner=outsider)
+    return Cast(
+        project=project, owner=owner, member=member, viewer=viewer, outsider=outsider, other_project=other
+    )
+
+
+def api_client_for(user, *, scopes=("read", "write", "admin"), project: Project | None = None) -> APIClient:
+    created = account_services.api_key_create(owner=user, name="test", scopes=list(scopes), project=project)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {created.secret}")
+    client.secret = created.secret
+    return client
+
+
+@pytest.fixture
+def api_for():
+    return api_client_for
+
+
+@pytest.fixture
+def owner_api(cast) -> APIClient:
+    return api_client_for(cast.owner, project=cast.project)
