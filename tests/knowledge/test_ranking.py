@@ -1,0 +1,199 @@
+"""The ranking service on the real database and model: exact top k, and the spec's scenarios."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from knowledge import embeddings, services
+from knowledge.models import KnowledgeItem
+from knowledge.ranking import SearchFilters, search
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db
+
+SUBJECTS = [
+    "authentication tokens",
+    "database migrations",
+    "deploying to production",
+    "the search ranking",
+    "caching with redis",
+    "the billing service",
+    "onboarding new engineers",
+    "logging and alerts",
+    "the mobile app release",
+    "API rate limits",
+    "background jobs",
+    "feature flags",
+]
+FORMS = [
+    "We decided that {s} go through {p}.",
+    "How {s} work: read {p} first, then ask the platform team.",
+    "Postmortem about {s}: the root cause was in {p}.",
+    "TODO: rethink {s} and clean up {p}.",
+    "WISH: a dashboard for {s}.",
+    "Notes on {s}; nothing in code yet.",
+]
+PATHS = ["src/lib/auth.ts", "app/models.py", "deploy/helm/values.yaml", "README.md", "billing/api.go"]
+
+
+def brute_force(project, query: str, limit: int, now, tags=()) -> list[tuple[int, float]]:
+    """Every visible item scored with the spec's formula written out here, independently of the service."""
+    q = embeddings.embed_query(query)
+    rows = KnowledgeItem.objects.filter(project=project, embedding__isnull=False)
+    rows = rows.filter(tags__overlap=list(tags)) if tags else rows.exclude(tags__contains=["test"])
+    scored = []
+    for item in rows:
+        cos = float(np.dot(np.asarray(item.embedding, dtype=np.float64), q.astype(np.float64)))
+        age_days = max(0.0, (now - (item.updated_at or item.created_at)).total_seconds() / 86400)
+        recency = 0.5 ** (age_days / 60)
+        git = 0.0  # no repository connected in this project
+        penalty = 0.7 if item.is_proposal else 1.0
+        scored.append((item.pk, min(1.0, (cos + cos * 0.15 * recency + cos * 0.20 * git) * penalty)))
+    scored.sort(key=lambda pair: pair[1], reverse=True)
+    return scored[:limit]
+
+
+@pytest.fixture
+def memory_of_many_ages(cast):
+    rng = random.Random(7)
+    now = timezone.now()
+    records = []
+    for i in range(240):
+        subject = rng.choice(SUBJECTS)
+        text = rng.choice(FORMS).format(s=subject, p=rng.choice(PATHS))
+        age = rng.choice([0, 1, 5, 20, 45, 60, 90, 180, 365, 700]) + rng.random()
+        stamp = (now - timedelta(days=age)).isoformat()
+        tags = ["test"] if i % 17 == 0 else [rng.choice(["backend", "ops", "product"])]
+        records.append(
+            (
+                i + 1,
+                {
+                    "title": f"{subject.capitalize()} #{i}",
+                    "content": text,
+                    "tags": tags,
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                },
+            )
+        )
+    report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
+    assert report.created == 240 and report.failed == 0
+    return cast
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do we deploy to production",
+        "redis caching decision",
+        "TODO billing",
+        "who owns authentication tokens?",
+    ],
+)
+@pytest.mark.parametrize("limit", [1, 10, 25])
+def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_ages, owner_api, query, limit):
+    now = timezone.now()
+    response = owner_api.post("/api/v1/search/", {"query": query, "limit": limit}, format="json")
+    assert response.status_code == 200, response.content
+    got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
+    expected = brute_force(memory_of_many_ages.project, query, limit, now)
+    assert [pk for pk, _ in got] == [pk for pk, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+
+
+def test_hnsw_streaming_finds_the_same_top_k_as_the_exact_scan(memory_of_many_ages, settings):
+    project = memory_of_many_ages.project
+    exact = search(projects=[project], query="feature flags rollout", limit=10)
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    approximate = search(projects=[project], query="feature flags rollout", limit=10)
+    assert (exact.strategy, approximate.strategy) == ("exact", "hnsw")
+    assert [h.item.pk for h in approximate.hits] == [h.item.pk for h in exact.hits]
+
+
+def test_the_stream_stops_before_reading_every_candidate(memory_of_many_ages):
+    result = search(projects=[memory_of_many_ages.project], query="deploying to production", limit=3)
+    assert len(result.hits) == 3
+    assert result.scanned < result.candidates
+
+
+def test_a_fresher_item_with_a_lower_cosine_outranks_an_older_one_outside_the_cosine_top_k(cast):
+    now = timezone.now()
+    old = make_item(
+        cast.project,
+        "Deploy",
+        "Production deploys of the API use the release pipeline.",
+        updated_at=now - timedelta(days=720),
+    )
+    fresh = make_item(
+        cast.project, "Deploying the API", "How we deploy the API to production: blue-green releases."
+    )
+    query = "how do we deploy the API to production"
+    q = embeddings.embed_query(query)
+    cos_old, cos_fresh = (float(np.dot(np.asarray(i.embedding), q)) for i in (old, fresh))
+    assert cos_fresh < cos_old < cos_fresh * 1.15, "the scenario needs a close pair; reword the texts"
+    hits = search(projects=[cast.project], query=query, limit=1).hits
+    assert [h.item.pk for h in hits] == [fresh.pk]
+
+
+def test_a_decision_outranks_a_todo_with_the_same_wording(cast):
+    decision = make_item(cast.project, "Session caching", "Use Redis for session caching in app/session.py.")
+    wish = make_item(
+        cast.project, "Session caching", "TODO: Use Redis for session caching in app/session.py."
+    )
+    hits = search(projects=[cast.project], query="redis session caching", limit=2).hits
+    assert [h.item.pk for h in hits] == [decision.pk, wish.pk]
+    assert hits[1].signals.proposal_penalty == 0.7 and hits[0].signals.proposal_penalty == 1.0
+
+
+def test_test_tagged_fixtures_leave_auth_flow_results_until_asked_for(cast, owner_api):
+    real = make_item(cast.project, "Auth flow", "The auth flow: login, then a signed session cookie.")
+    fixtures = [
+        make_item(cast.project, f"Auth flow fixture {i}", "auth flow test user login", tags=["test"])
+        for i in range(3)
+    ]
+    default = owner_api.post("/api/v1/search/", {"query": "auth flow"}, format="json").json()["results"]
+    assert [r["item"]["id"] for r in default] == [real.pk]
+    opted_in = owner_api.post(
+        "/api/v1/search/", {"query": "auth flow", "filters": {"tags": ["test"]}}, format="json"
+    ).json()["results"]
+    assert {r["item"]["id"] for r in opted_in} == {f.pk for f in fixtures}
+
+
+def test_tag_filters_restrict_results_to_items_with_any_of_the_tags(cast):
+    ops = make_item(cast.project, "Paging", "Who gets paged for database alerts", tags=["ops"])
+    make_item(
+        cast.project, "Paging policy", "Who gets paged for database alerts, product view", tags=["product"]
+    )
+    hits = search(
+        projects=[cast.project], query="database alerts paging", filters=SearchFilters(tags=("ops",))
+    ).hits
+    assert [h.item.pk for h in hits] == [ops.pk]
+
+
+def test_the_more_recent_of_two_similar_items_wins(cast):
+    now = timezone.now()
+    older = make_item(
+        cast.project,
+        "Rate limits",
+        "The public API allows 100 requests per minute per key.",
+        updated_at=now - timedelta(days=200),
+    )
+    newer = make_item(
+        cast.project,
+        "Rate limits",
+        "The public API allows 100 requests per minute per key!",
+        updated_at=now - timedelta(days=2),
+    )
+    hits = search(projects=[cast.project], query="API rate limit per key", limit=2).hits
+    assert [h.item.pk for h in hits] == [newer.pk, older.pk]
+    assert hits[0].signals.recency > hits[1].signals.recency
+
+
+def test_search_only_sees_the_callers_projects(cast):
+    make_item(cast.other_project, "Secret plan", "Our secret plan for the auth service.")
+    assert search(projects=[cast.project], query="secret plan auth service").hits == []

@@ -1,0 +1,91 @@
+"""The signals and the formula against the numbers in ../shared/spec/search-ranking.en.txt."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from knowledge.ranking.signals import (
+    Signals,
+    combine,
+    git_factor,
+    path_suffixes,
+    proposal_penalty,
+    recency_factor,
+    score_ceiling,
+)
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def boost(age_days: float) -> float:
+    """The recency boost as a share of the cosine, the way the spec states it (+15 % today)."""
+    signals = Signals(
+        cosine=0.5,
+        recency=recency_factor(NOW - timedelta(days=age_days), None, NOW),
+        git=0,
+        proposal_penalty=1,
+    )
+    return combine(signals) / 0.5 - 1
+
+
+@pytest.mark.parametrize(("age_days", "expected"), [(0, 0.15), (60, 0.075), (120, 0.0375), (180, 0.01875)])
+def test_recency_boost_halves_every_sixty_days(age_days, expected):
+    assert boost(age_days) == pytest.approx(expected)
+
+
+def test_recency_uses_updated_at_and_falls_back_to_created_at():
+    updated = NOW - timedelta(days=60)
+    created = NOW - timedelta(days=600)
+    assert recency_factor(updated, created, NOW) == pytest.approx(0.5)
+    assert recency_factor(None, created, NOW) == pytest.approx(0.5**10)
+
+
+def test_a_timestamp_in_the_future_counts_as_age_zero():
+    assert recency_factor(NOW + timedelta(days=3), None, NOW) == 1.0
+
+
+def test_old_items_are_not_penalized_they_just_lose_the_boost():
+    assert combine(Signals(cosine=0.6, recency=0.0, git=0.0, proposal_penalty=1.0)) == pytest.approx(0.6)
+
+
+def test_git_boost_is_proportional_to_the_share_of_live_references():
+    live = path_suffixes(["src/lib/auth.ts", "app/views.py"])
+    assert git_factor(["src/lib/auth.ts", "docs/unused.md"], live) == 0.5
+    assert combine(Signals(cosine=0.5, recency=0, git=1.0, proposal_penalty=1)) == pytest.approx(0.6)
+    assert combine(Signals(cosine=0.5, recency=0, git=0.5, proposal_penalty=1)) == pytest.approx(0.55)
+
+
+def test_an_item_without_references_stays_neutral():
+    assert git_factor([], path_suffixes(["src/lib/auth.ts"])) == 0.0
+
+
+def test_a_reference_matches_a_live_path_only_at_a_slash_boundary():
+    live = path_suffixes(["src/lib/auth.ts"])
+    assert git_factor(["lib/auth.ts"], live) == 1.0
+    assert git_factor(["auth.ts"], live) == 1.0
+    assert git_factor(["th.ts"], live) == 0.0
+    assert git_factor(["other/lib/auth.ts"], live) == 0.0
+
+
+def test_without_a_connected_repository_the_git_factor_is_zero():
+    assert git_factor(["src/lib/auth.ts"], frozenset()) == 0.0
+
+
+def test_the_proposal_penalty_takes_thirty_percent_of_the_whole_score():
+    assert proposal_penalty(True) == 0.7
+    assert proposal_penalty(False) == 1.0
+    wish = combine(Signals(cosine=0.8, recency=1.0, git=1.0, proposal_penalty=0.7))
+    assert wish == pytest.approx(0.8 * 1.35 * 0.7)
+
+
+def test_the_final_score_is_capped_at_one():
+    assert combine(Signals(cosine=0.95, recency=1.0, git=1.0, proposal_penalty=1.0)) == 1.0
+
+
+def test_the_ceiling_bounds_every_possible_score_for_a_cosine():
+    for cosine in (-0.4, -0.01, 0.0, 0.3, 0.74, 0.9):
+        ceiling = score_ceiling(cosine)
+        for recency in (0.0, 0.5, 1.0):
+            for git in (0.0, 0.5, 1.0):
+                for penalty in (0.7, 1.0):
+                    assert combine(Signals(cosine, recency, git, penalty)) <= ceiling + 1e-12
