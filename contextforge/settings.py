@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "knowledge",
     "tasks",
     "gitsync",
+    "mcpserver",
 ]
 
 MIDDLEWARE = [
