@@ -5,6 +5,20 @@ from rest_framework import serializers
 
 from knowledge.models import KnowledgeItem
 
+NOT_A_STRING = "Must be a string."
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+    default_error_messages = {"invalid": NOT_A_STRING}
+
+
 TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."
 
 
@@ -31,7 +45,7 @@ class ItemOutputSerializer(serializers.ModelSerializer):
 
 def _tags_field(**kwargs):
     return serializers.ListField(
-        child=serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH, allow_blank=False),
+        child=StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH, allow_blank=False),
         max_length=settings.CONTEXTFORGE_MAX_TAGS,
         help_text=TAGS_FIELD_HELP,
         **kwargs,
@@ -39,10 +53,8 @@ def _tags_field(**kwargs):
 
 
 class ItemCreateInputSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
-    content = serializers.CharField(
-        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False
-    )
+    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    content = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False)
     tags = _tags_field(required=False, default=list)
     project = serializers.SlugField(
         required=False, help_text="Project slug; optional when the API key is bound to one project."
@@ -50,8 +62,8 @@ class ItemCreateInputSerializer(serializers.Serializer):
 
 
 class ItemUpdateInputSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
-    content = serializers.CharField(
+    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
+    content = StrictCharField(
         max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False, required=False
     )
     tags = _tags_field(required=False)
@@ -62,7 +74,7 @@ class SearchFiltersSerializer(serializers.Serializer):
 
 
 class SearchInputSerializer(serializers.Serializer):
-    query = serializers.CharField(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
+    query = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     filters = SearchFiltersSerializer(required=False)
     project = serializers.SlugField(
@@ -105,7 +117,7 @@ class ImportOutputSerializer(serializers.Serializer):
 
 class ImportRecordSerializer(serializers.Serializer):
     title = serializers.CharField()
-    content = serializers.CharField()
+    content = StrictCharField()
     tags = serializers.ListField(child=serializers.CharField(), required=False)
     project = serializers.SlugField(required=False)
     created_at = serializers.DateTimeField(required=False)

@@ -1,0 +1,163 @@
+"""Who sees what: an owner, a member, a viewer and an outsider, over the API and the dashboard."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from accounts import services
+from accounts.models import ApiKey, Membership
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def item(cast):
+    return make_item(cast.project, "Billing retries", "Failed charges retry three times in billing/retry.py.")
+
+
+def test_a_request_without_a_key_gets_401_json():
+    response = APIClient().post("/api/v1/search/", {"query": "x"}, format="json")
+    assert response.status_code == 401
+    assert "detail" in response.json()
+
+
+@pytest.mark.parametrize("header", ["Bearer cf_live_nope", "Bearer", "Basic abc", "Bearer cf_live_a b"])
+def test_an_unknown_or_malformed_key_gets_401(header):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+    assert client.get("/api/v1/items/").status_code == 401
+
+
+def test_a_revoked_key_gets_401(cast, api_for):
+    client = api_for(cast.owner)
+    assert client.get("/api/v1/items/").status_code == 200
+    services.api_key_revoke(key=ApiKey.objects.get(owner=cast.owner))
+    assert client.get("/api/v1/items/").status_code == 401
+
+
+def test_a_key_is_stored_only_as_a_hash_and_records_its_last_use(cast, api_for):
+    client = api_for(cast.owner)
+    key = ApiKey.objects.get(owner=cast.owner)
+    assert client.secret.startswith("cf_live_")
+    assert client.secret not in (key.hashed_secret, key.prefix) and len(key.hashed_secret) == 64
+    assert key.last_used_at is None
+    client.get("/api/v1/items/")
+    key.refresh_from_db()
+    assert key.last_used_at is not None
+
+
+def test_a_read_only_key_may_search_but_not_write(cast, api_for):
+    client = api_for(cast.owner, scopes=["read"])
+    assert client.post("/api/v1/search/", {"query": "billing"}, format="json").status_code == 200
+    response = client.post("/api/v1/items/", {"title": "t", "content": "c"}, format="json")
+    assert response.status_code == 403 and "write" in response.json()["detail"]
+
+
+def test_import_needs_the_admin_scope(cast, api_for):
+    client = api_for(cast.owner, scopes=["read", "write"])
+    response = client.post(
+        "/api/v1/items/import/", b'{"title":"a","content":"b"}', content_type="application/x-ndjson"
+    )
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("who", ["owner", "member", "viewer"])
+def test_members_of_every_role_read_the_item(cast, api_for, item, who):
+    client = api_for(getattr(cast, who))
+    assert client.get(f"/api/v1/items/{item.pk}/").json()["title"] == item.title
+    hits = client.post("/api/v1/search/", {"query": "billing retries"}, format="json").json()["results"]
+    assert hits[0]["item"]["id"] == item.pk
+
+
+def test_an_outsider_gets_404_and_never_the_title(cast, api_for, item):
+    client = api_for(cast.outsider)
+    for response in (
+        client.get(f"/api/v1/items/{item.pk}/"),
+        client.patch(f"/api/v1/items/{item.pk}/", {"title": "x"}, format="json"),
+        client.delete(f"/api/v1/items/{item.pk}/"),
+    ):
+        assert response.status_code == 404
+        assert item.title.encode() not in response.content
+    assert client.get("/api/v1/items/").json()["results"] == []
+    assert client.post("/api/v1/search/", {"query": "billing retries"}, format="json").json()["results"] == []
+    export = b"".join(client.get("/api/v1/items/export/").streaming_content)
+    assert item.title.encode() not in export
+
+
+def test_a_viewer_may_not_change_an_item(cast, api_for, item):
+    client = api_for(cast.viewer)
+    assert client.patch(f"/api/v1/items/{item.pk}/", {"title": "x"}, format="json").status_code == 403
+    assert client.delete(f"/api/v1/items/{item.pk}/").status_code == 403
+    response = client.post("/api/v1/items/", {"title": "t", "content": "c", "project": "acme"}, format="json")
+    assert response.status_code == 400 and "project" in response.json()
+
+
+def test_a_member_may_change_an_item(cast, api_for, item):
+    client = api_for(cast.member)
+    assert client.patch(f"/api/v1/items/{item.pk}/", {"tags": ["billing"]}, format="json").json()["tags"] == [
+        "billing"
+    ]
+
+
+def test_a_key_bound_to_one_project_never_reaches_another(cast, api_for):
+    services.membership_set(user=cast.owner, project=cast.other_project, role="admin")
+    elsewhere = make_item(cast.other_project, "Elsewhere note", "Only in the other project.")
+    client = api_for(cast.owner, project=cast.project)
+    assert client.get(f"/api/v1/items/{elsewhere.pk}/").status_code == 404
+    unbound = api_for(cast.owner)
+    assert unbound.get(f"/api/v1/items/{elsewhere.pk}/").status_code == 200
+    response = unbound.post("/api/v1/items/", {"title": "t", "content": "c"}, format="json")
+    assert response.status_code == 400 and "project" in response.json()
+
+
+def test_the_dashboard_requires_sign_in(client):
+    for url in ("/dashboard/", "/dashboard/search/", "/dashboard/items/", "/dashboard/keys/"):
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_an_outsider_gets_404_on_the_dashboard_too(cast, client, item):
+    client.force_login(cast.outsider)
+    response = client.get(f"/dashboard/items/{item.pk}/")
+    assert response.status_code == 404 and item.title.encode() not in response.content
+
+
+def test_a_viewer_sees_an_item_but_cannot_edit_it_on_the_dashboard(cast, client, item):
+    client.force_login(cast.viewer)
+    page = client.get(f"/dashboard/items/{item.pk}/")
+    assert page.status_code == 200 and b"/edit/" not in page.content
+    assert client.get(f"/dashboard/items/{item.pk}/edit/").status_code == 403
+
+
+def test_create_api_key_command_prints_the_secret_last_and_creates_what_is_missing(capsys):
+    call_command("create_api_key", "alice", "--project", "newproj", "--scopes", "read,write", "--create")
+    secret = capsys.readouterr().out.strip().splitlines()[-1]
+    assert secret.startswith("cf_live_")
+    assert Membership.objects.get(user__username="alice", project__slug="newproj").role == "admin"
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert (
+        client.post("/api/v1/items/", {"title": "Hello", "content": "World"}, format="json").status_code
+        == 201
+    )
+
+
+def test_create_api_key_refuses_an_unknown_user_without_create(db):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--create"):
+        call_command("create_api_key", "nobody", "--project", "x")
+
+
+def test_the_keys_page_shows_a_new_secret_once_and_revokes(cast, client):
+    client.force_login(cast.owner)
+    page = client.post("/dashboard/keys/", {"name": "laptop", "scopes": ["read"], "project": cast.project.pk})
+    key = ApiKey.objects.get(owner=cast.owner, name="laptop")
+    assert b"cf_live_" in page.content and key.prefix.encode() in page.content
+    assert b"cf_live_" not in client.get("/dashboard/keys/").content.replace(key.prefix.encode(), b"")
+    client.post(f"/dashboard/keys/{key.pk}/revoke/")
+    key.refresh_from_db()
+    assert key.revoked_at is not None

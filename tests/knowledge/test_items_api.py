@@ -1,0 +1,193 @@
+"""Items over the REST API: writes, bad input (always a 4xx naming the field), import and export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from knowledge.models import KnowledgeItem
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_returns_the_item_with_its_derived_fields(owner_api):
+    response = owner_api.post(
+        "/api/v1/items/",
+        {
+            "title": "TODO: split app/views.py",
+            "content": "It is 3000 lines; see ./app/views.py:10",
+            "tags": ["web"],
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert set(body) >= {
+        "id",
+        "project",
+        "title",
+        "content",
+        "tags",
+        "references",
+        "is_proposal",
+        "created_at",
+        "updated_at",
+    }
+    assert (
+        body["project"] == "acme" and body["is_proposal"] is True and body["references"] == ["app/views.py"]
+    )
+    assert KnowledgeItem.objects.get(pk=body["id"]).embedding is not None
+
+
+def test_updating_the_content_re_embeds_and_bumps_updated_at(cast, owner_api):
+    item = make_item(cast.project, "Queue", "We use RabbitMQ.")
+    before = (item.updated_at, item.embedding.copy())
+    response = owner_api.patch(
+        f"/api/v1/items/{item.pk}/", {"content": "We use Redis streams."}, format="json"
+    )
+    assert response.status_code == 200
+    item.refresh_from_db()
+    assert item.updated_at > before[0]
+    assert not (item.embedding == before[1]).all()
+
+
+def test_list_filters_by_tag_and_paginates(cast, owner_api):
+    for i in range(3):
+        make_item(cast.project, f"Ops {i}", "ops note", tags=["ops"])
+    make_item(cast.project, "Other", "no tag")
+    body = owner_api.get("/api/v1/items/?tag=ops&limit=2").json()
+    assert body["count"] == 3 and len(body["results"]) == 2 and body["next"]
+
+
+def test_delete_removes_the_item(cast, owner_api):
+    item = make_item(cast.project, "Gone", "soon")
+    assert owner_api.delete(f"/api/v1/items/{item.pk}/").status_code == 204
+    assert owner_api.get(f"/api/v1/items/{item.pk}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "query"),
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 2001}, "query"),
+        ({"query": 12}, "query"),
+        ({"query": "ok", "limit": 0}, "limit"),
+        ({"query": "ok", "limit": 101}, "limit"),
+        ({"query": "ok", "limit": "many"}, "limit"),
+        ({"query": "ok", "filters": {"tags": "test"}}, "filters"),
+        ({"query": "ok", "filters": {"tags": [1, 2]}}, "filters"),
+        ({"query": "ok", "filters": "nope"}, "filters"),
+        ({"query": "ok", "project": "no-such-project"}, "project"),
+    ],
+)
+def test_bad_search_input_gets_a_400_naming_the_field(owner_api, body, field):
+    response = owner_api.post("/api/v1/search/", body, format="json")
+    assert response.status_code == 400, response.content
+    if field:
+        assert field in response.json()
+
+
+def test_invalid_json_gets_a_400(owner_api):
+    response = owner_api.post("/api/v1/search/", "{not json", content_type="application/json")
+    assert response.status_code == 400 and "JSON" in response.json()["detail"]
+
+
+def test_a_json_body_that_is_not_an_object_gets_a_400(owner_api):
+    response = owner_api.post("/api/v1/search/", "[1, 2]", content_type="application/json")
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"content": "c"}, "title"),
+        ({"title": " ", "content": "c"}, "title"),
+        ({"title": "t"}, "content"),
+        ({"title": "t", "content": "   "}, "content"),
+        ({"title": "t", "content": "x" * 100_001}, "content"),
+        ({"title": "x" * 301, "content": "c"}, "title"),
+        ({"title": "t", "content": "c", "tags": "a"}, "tags"),
+        ({"title": "t", "content": "c", "tags": ["two words"]}, "tags"),
+        ({"title": "t", "content": "c", "project": "nope"}, "project"),
+    ],
+)
+def test_bad_item_input_gets_a_400_naming_the_field(owner_api, body, field):
+    response = owner_api.post("/api/v1/items/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+
+
+def test_import_keeps_ages_skips_duplicates_and_reports_bad_lines(cast, api_for):
+    client = api_for(cast.owner, scopes=["read", "write", "admin"], project=cast.project)
+    make_item(cast.project, "Already here", "same text")
+    lines = [
+        {
+            "title": "Old decision",
+            "content": "We chose Postgres.",
+            "created_at": "2024-01-02T03:04:05+00:00",
+            "updated_at": "2024-02-03T04:05:06+00:00",
+            "tags": ["db"],
+        },
+        {"title": "Already here", "content": "same text"},
+        "not an object",
+        {"title": "No content"},
+        {"title": "Bad date", "content": "x", "created_at": "yesterday"},
+        {"title": "Old decision", "content": "We chose Postgres."},
+    ]
+    body = "\n".join(json.dumps(line) for line in lines) + "\n{broken json\n"
+    response = client.post("/api/v1/items/import/", body, content_type="application/x-ndjson")
+    assert response.status_code == 200, response.content
+    report = response.json()
+    assert (report["created"], report["skipped"], report["failed"]) == (1, 2, 4)
+    assert sorted(e["line"] for e in report["errors"]) == [3, 4, 5, 7]
+    assert next(e for e in report["errors"] if e["line"] == 4)["errors"] == {
+        "content": ["Content is required."]
+    }
+    item = KnowledgeItem.objects.get(title="Old decision")
+    assert item.created_at.isoformat() == "2024-01-02T03:04:05+00:00"
+    assert item.updated_at.isoformat() == "2024-02-03T04:05:06+00:00"
+
+
+def test_export_streams_json_lines_that_import_reads_back_unchanged(cast, api_for, django_user_model):
+    make_item(cast.project, "One", "First note about app/models.py", tags=["a", "b"])
+    make_item(cast.project, "TODO: two", "Second note")
+    client = api_for(cast.owner, project=cast.project)
+    exported = b"".join(client.get("/api/v1/items/export/").streaming_content).decode()
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert [r["title"] for r in records] == ["One", "TODO: two"]
+
+    from accounts.services import project_create
+
+    copy = project_create(name="Copy", slug="copy", owner=cast.owner)
+    again = api_for(cast.owner, project=copy)
+    body = exported.replace('"project": "acme"', '"project": "copy"')
+    report = again.post("/api/v1/items/import/", body, content_type="application/x-ndjson").json()
+    assert report["created"] == 2 and report["failed"] == 0
+    re_exported = b"".join(again.get("/api/v1/items/export/").streaming_content).decode()
+    strip = lambda text: [
+        {k: v for k, v in json.loads(line).items() if k not in ("id", "project")}  # noqa: E731
+        for line in text.splitlines()
+    ]
+    assert strip(re_exported) == strip(exported)
+
+
+def test_import_accepts_a_json_array(cast, api_for):
+    client = api_for(cast.owner, project=cast.project)
+    body = json.dumps([{"title": "A", "content": "a"}, {"title": "B", "content": "b"}])
+    assert client.post("/api/v1/items/import/", body, content_type="application/json").json()["created"] == 2
+
+
+def test_an_empty_import_gets_a_400(cast, api_for):
+    client = api_for(cast.owner, project=cast.project)
+    response = client.post("/api/v1/items/import/", "", content_type="application/x-ndjson")
+    assert response.status_code == 400 and "body" in response.json()
+
+
+def test_healthz_reports_database_and_embedder(client, embedder):
+    body = client.get("/healthz").json()
+    assert body["database"]["status"] == "ok" and body["database"]["pgvector"]
+    assert body["embedder"]["status"] == "loaded"
