@@ -168,10 +168,11 @@ def test_export_streams_json_lines_that_import_reads_back_unchanged(cast, api_fo
     report = again.post("/api/v1/items/import/", body, content_type="application/x-ndjson").json()
     assert report["created"] == 2 and report["failed"] == 0
     re_exported = b"".join(again.get("/api/v1/items/export/").streaming_content).decode()
-    strip = lambda text: [
-        {k: v for k, v in json.loads(line).items() if k not in ("id", "project")}  # noqa: E731
-        for line in text.splitlines()
-    ]
+    def strip(text):
+        return [
+            {k: v for k, v in json.loads(line).items() if k not in ("id", "project")}  # noqa: E731
+            for line in text.splitlines()
+        ]
     assert strip(re_exported) == strip(exported)
 
 
