@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import QuerySet
 from rest_framework import exceptions
 
@@ -9,6 +11,7 @@ from accounts.models import Project
 from accounts.selectors import projects_for
 from contextforge.api import ApplicationError
 
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 PROJECT_UNKNOWN = "No project '{slug}' that this key may {scope} in."
 PROJECT_REQUIRED = "This key reaches several projects: name one with 'project'."
 ROLE_FORBIDS = "Your role in project '{slug}' does not allow '{scope}'."
@@ -22,6 +25,8 @@ def request_project(request, slug: str | None, scope: str) -> Project:
     """The one project a write or a scoped read acts on, from ``slug`` or the key's binding."""
     projects = request_projects(request, scope)
     if slug:
+        if not SLUG.fullmatch(slug):
+            raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug[:100], scope=scope), field="project")
         project = projects.filter(slug=slug).first()
         if project is None:
             raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug, scope=scope), field="project")

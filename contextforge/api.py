@@ -36,3 +36,57 @@ def exception_handler(exc, context):
     if response is not None and response.status_code == status.HTTP_401_UNAUTHORIZED:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "What was wrong: `detail`, or a list of messages per field name.",
+    "additionalProperties": True,
+}
+COMMON_ERRORS = {
+    "400": "Bad input: the body names each field that was wrong.",
+    "401": "No API key, or an unknown or revoked one.",
+    "403": "The key lacks the scope, or the role does not allow it.",
+    "404": "No such object among the projects this key may see.",
+    "413": "The body is too large.",
+    "503": "A dependency (the embedding model) is unavailable.",
+}
+
+
+def add_error_responses(result, generator, request, public):
+    """drf-spectacular hook: every operation documents the JSON errors every operation may answer."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            for code, description in COMMON_ERRORS.items():
+                responses.setdefault(
+                    code,
+                    {"description": description, "content": {"application/json": {"schema": ERROR_SCHEMA}}},
+                )
+    return result
+
+
+def _json_error(request, status_code: int, message: str, fallback):
+    from django.http import JsonResponse
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=status_code)
+    return fallback
+
+
+def handler404(request, exception=None):
+    from django.views import defaults
+
+    return _json_error(request, 404, "Not found.", None) or defaults.page_not_found(request, exception)
+
+
+def handler500(request):
+    from django.views import defaults
+
+    return _json_error(request, 500, "Server error.", None) or defaults.server_error(request)
+
+
+def handler400(request, exception=None):
+    from django.views import defaults
+
+    return _json_error(request, 400, "Bad request.", None) or defaults.bad_request(request, exception)

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "contextforge.middleware.RejectNulMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -186,6 +187,10 @@ SPECTACULAR_SETTINGS = {
         "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer", "description": "cf_live_… key"}}
     },
     "SECURITY": [{"ApiKey": []}],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "contextforge.api.add_error_responses",
+    ],
 }
 
 # Celery: with no CELERY_BROKER_URL, kombu's filesystem transport in the data directory (no server).

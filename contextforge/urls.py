@@ -21,3 +21,7 @@ urlpatterns = [
     path("dashboard/", include("knowledge.urls")),
     path("dashboard/keys/", include("accounts.urls")),
 ]
+
+handler400 = "contextforge.api.handler400"
+handler404 = "contextforge.api.handler404"
+handler500 = "contextforge.api.handler500"

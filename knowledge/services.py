@@ -32,6 +32,7 @@ TOO_MANY_TAGS = "An item has at most {max} tags."
 TIMESTAMP_INVALID = "Not an ISO 8601 date-time: {value!r}."
 NOT_AN_OBJECT = "Each item must be a JSON object."
 UNKNOWN_FIELDS = "Unknown field(s): {fields}."
+NUL_CHARACTER = "Must not contain NUL characters."
 PROJECT_UNKNOWN = "No project {slug!r} that you may write to."
 
 
@@ -43,7 +44,12 @@ def _clean_tags(tags) -> list[str]:
     cleaned: dict[str, None] = {}
     for tag in tags:
         tag = tag.strip()
-        if not tag or len(tag) > settings.CONTEXTFORGE_MAX_TAG_LENGTH or any(c.isspace() for c in tag):
+        if (
+            not tag
+            or "\x00" in tag
+            or len(tag) > settings.CONTEXTFORGE_MAX_TAG_LENGTH
+            or any(c.isspace() for c in tag)
+        ):
             raise ValidationError({"tags": TAG_INVALID.format(max=settings.CONTEXTFORGE_MAX_TAG_LENGTH)})
         cleaned.setdefault(tag, None)
     if len(cleaned) > settings.CONTEXTFORGE_MAX_TAGS:
@@ -62,6 +68,9 @@ def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
         errors["content"] = CONTENT_REQUIRED
     elif len(content) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
         errors["content"] = CONTENT_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
+    for name, value in (("title", title), ("content", content)):
+        if isinstance(value, str) and "\x00" in value:
+            errors[name] = NUL_CHARACTER
     try:
         tags = _clean_tags(tags)
     except ValidationError as exc:

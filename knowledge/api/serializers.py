@@ -14,9 +14,11 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        if "\x00" in data:
+            self.fail("nul")
         return super().to_internal_value(data)
 
-    default_error_messages = {"invalid": NOT_A_STRING}
+    default_error_messages = {"invalid": NOT_A_STRING, "nul": "Must not contain NUL characters."}
 
 
 TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."
@@ -113,12 +115,3 @@ class ImportOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
     errors = ImportErrorSerializer(many=True)
     skipped_lines = serializers.ListField(child=serializers.IntegerField())
-
-
-class ImportRecordSerializer(serializers.Serializer):
-    title = serializers.CharField()
-    content = StrictCharField()
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-    project = serializers.SlugField(required=False)
-    created_at = serializers.DateTimeField(required=False)
-    updated_at = serializers.DateTimeField(required=False)

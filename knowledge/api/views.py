@@ -156,7 +156,8 @@ class ItemImportApi(APIView):
             OpenApiParameter("project", str, description="Default project (slug) for lines that name none.")
         ],
         request={
-            "application/json": s.ImportRecordSerializer(many=True),
+            # Each line is validated alone (a bad one fails alone), so the body is any array of objects.
+            "application/json": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
             "application/x-ndjson": OpenApiTypes.STR,
         },
         responses={200: s.ImportOutputSerializer, **COMMON_ERRORS},

@@ -168,11 +168,13 @@ def test_export_streams_json_lines_that_import_reads_back_unchanged(cast, api_fo
     report = again.post("/api/v1/items/import/", body, content_type="application/x-ndjson").json()
     assert report["created"] == 2 and report["failed"] == 0
     re_exported = b"".join(again.get("/api/v1/items/export/").streaming_content).decode()
+
     def strip(text):
         return [
             {k: v for k, v in json.loads(line).items() if k not in ("id", "project")}  # noqa: E731
             for line in text.splitlines()
         ]
+
     assert strip(re_exported) == strip(exported)
 
 
@@ -192,3 +194,19 @@ def test_healthz_reports_database_and_embedder(client, embedder):
     body = client.get("/healthz").json()
     assert body["database"]["status"] == "ok" and body["database"]["pgvector"]
     assert body["embedder"]["status"] == "loaded"
+
+
+@pytest.mark.parametrize("url", ["/api/v1/items/?tag=a%00b", "/api/v1/items/export/?project=a%00"])
+def test_a_nul_character_in_the_query_string_gets_a_400(owner_api, url):
+    response = owner_api.get(url)
+    assert response.status_code == 400 and "NUL" in response.json()["detail"]
+
+
+def test_a_nul_character_in_a_title_gets_a_400(owner_api):
+    response = owner_api.post("/api/v1/items/", {"title": "a\x00b", "content": "c"}, format="json")
+    assert response.status_code == 400 and "title" in response.json()
+
+
+def test_an_unknown_api_path_answers_json_404(owner_api):
+    response = owner_api.get("/api/v1/items/not-a-number/")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
