@@ -1,0 +1,83 @@
+"""Dashboard pages, with and without htmx."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.models import KnowledgeItem
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, cast):
+    client.force_login(cast.member)
+    return client
+
+
+def test_overview_counts_items_and_wishes(signed_in, cast):
+    make_item(cast.project, "A fact", "Postgres is our database.")
+    make_item(cast.project, "WISH: dark mode", "Someone wants it.")
+    page = signed_in.get("/dashboard/")
+    assert page.status_code == 200
+    assert page.context["counts"]["total"] == 2 and page.context["counts"]["proposals"] == 1
+
+
+def test_htmx_search_renders_only_the_results_partial(signed_in, cast):
+    make_item(cast.project, "Queues", "Background jobs run on Celery.")
+    full = signed_in.get("/dashboard/search/", {"q": "celery jobs"})
+    partial = signed_in.get("/dashboard/search/", {"q": "celery jobs"}, headers={"HX-Request": "true"})
+    assert b"<html" in full.content and b"Queues" in full.content
+    assert (
+        b"<html" not in partial.content and b"Queues" in partial.content and b"similarity" in partial.content
+    )
+
+
+def test_search_page_says_how_many_test_items_were_left_out(signed_in, cast):
+    make_item(cast.project, "Login fixture", "login test data", tags=["test"])
+    make_item(cast.project, "Login", "How login works.")
+    page = signed_in.get("/dashboard/search/", {"q": "login"})
+    assert page.context["result"].excluded_test_items == 1
+    assert b"1 test item left out" in page.content and b"tags=test" in page.content
+
+
+def test_an_overlong_query_is_an_error_on_the_page_not_a_crash(signed_in):
+    page = signed_in.get("/dashboard/search/", {"q": "x" * 5000})
+    assert page.status_code == 200 and page.context["result"] is None and page.context["form"].errors
+
+
+def test_create_edit_and_delete_through_plain_forms(signed_in, cast):
+    response = signed_in.post(
+        "/dashboard/items/new/",
+        {
+            "project": cast.project.pk,
+            "title": "Runbook",
+            "content": "Restart with make restart.",
+            "tags": "ops, oncall",
+        },
+    )
+    item = KnowledgeItem.objects.get(title="Runbook")
+    assert response.status_code == 302 and item.tags == ["ops", "oncall"]
+    signed_in.post(
+        f"/dashboard/items/{item.pk}/edit/",
+        {"title": "Runbook", "content": "Restart with systemctl.", "tags": "ops"},
+    )
+    item.refresh_from_db()
+    assert item.content == "Restart with systemctl." and item.embedding is not None
+    signed_in.post(f"/dashboard/items/{item.pk}/delete/")
+    assert not KnowledgeItem.objects.filter(pk=item.pk).exists()
+
+
+def test_a_form_error_is_shown_next_to_its_field(signed_in, cast):
+    response = signed_in.post(
+        "/dashboard/items/new/", {"project": cast.project.pk, "title": "", "content": "x"}
+    )
+    assert response.status_code == 200 and "title" in response.context["form"].errors
+
+
+def test_the_item_list_filters_by_tag(signed_in, cast):
+    make_item(cast.project, "Tagged", "x", tags=["ops"])
+    make_item(cast.project, "Untagged", "y")
+    page = signed_in.get("/dashboard/items/", {"tag": "ops"})
+    assert [i.title for i in page.context["page"]] == ["Tagged"]
