@@ -12,4 +12,5 @@ urlpatterns = [
     path("items/<int:pk>/edit/", views.item_edit, name="item-edit"),
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),
     path("search/", views.search_page, name="search"),
+    path("help/ranking", views.help_ranking, name="help-ranking"),
 ]

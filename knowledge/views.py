@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -11,7 +14,8 @@ from accounts.selectors import projects_for
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ItemForm, SearchForm
 from knowledge.models import TEST_TAG
-from knowledge.ranking import SearchFilters, search
+from knowledge.ranking import SearchFilters, search, signals
+from knowledge.text import PROPOSAL_MARKERS
 
 
 def _apply_errors(form, exc: ValidationError) -> None:
@@ -124,3 +128,31 @@ def search_page(request):
         context["with_test"] = " ".join([*tags, TEST_TAG]) if TEST_TAG not in tags else None
     template = "knowledge/search.html#results" if request.htmx else "knowledge/search.html"
     return render(request, template, context)
+
+
+@require_GET
+def help_ranking(request):
+    """How ranking works, with every number taken from the constants the ranking service uses."""
+    now = timezone.now()
+    recency_examples = [
+        (days, signals.RECENCY_WEIGHT * signals.recency_factor(now - timedelta(days=days), None, now))
+        for days in (0, int(signals.RECENCY_HALF_LIFE_DAYS), int(2 * signals.RECENCY_HALF_LIFE_DAYS))
+    ]
+    context = {
+        "recency_weight": signals.RECENCY_WEIGHT,
+        "recency_examples": recency_examples,
+        "half_life_days": signals.RECENCY_HALF_LIFE_DAYS,
+        "git_weight": signals.GIT_WEIGHT,
+        "git_window_days": signals.GIT_WINDOW_DAYS,
+        "penalty": 1 - signals.PROPOSAL_PENALTY,
+        "penalty_factor": signals.PROPOSAL_PENALTY,
+        "cap": signals.SCORE_CAP,
+        "max_boost": signals.MAX_BOOST - 1,
+        "markers": PROPOSAL_MARKERS,
+        "test_tag": TEST_TAG,
+        "example": signals.combine(signals.Signals(cosine=0.8, recency=1.0, git=1.0, proposal_penalty=1.0)),
+        "example_wish": signals.combine(
+            signals.Signals(cosine=0.8, recency=1.0, git=1.0, proposal_penalty=signals.PROPOSAL_PENALTY)
+        ),
+    }
+    return render(request, "knowledge/help_ranking.html", context)

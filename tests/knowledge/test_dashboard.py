@@ -81,3 +81,24 @@ def test_the_item_list_filters_by_tag(signed_in, cast):
     make_item(cast.project, "Untagged", "y")
     page = signed_in.get("/dashboard/items/", {"tag": "ops"})
     assert [i.title for i in page.context["page"]] == ["Tagged"]
+
+
+def test_the_ranking_help_page_shows_the_numbers_of_the_ranking_constants(signed_in):
+    page = signed_in.get("/dashboard/help/ranking").content.decode()
+    for figure in ("+15.00%", "+7.50%", "+3.75%", "loses 30%", "above 1.0", "up to 20%"):
+        assert figure in page
+
+
+def test_the_help_page_follows_a_changed_constant(signed_in, monkeypatch):
+    from knowledge.ranking import signals
+
+    monkeypatch.setattr(signals, "RECENCY_WEIGHT", 0.25)
+    monkeypatch.setattr(signals, "PROPOSAL_PENALTY", 0.5)
+    page = signed_in.get("/dashboard/help/ranking").content.decode()
+    assert "+25.00%" in page and "+12.50%" in page and "loses 50%" in page
+
+
+def test_each_search_hit_links_to_the_ranking_help(signed_in, cast):
+    make_item(cast.project, "Queues", "Background jobs run on Celery.")
+    page = signed_in.get("/dashboard/search/", {"q": "celery"})
+    assert b"/dashboard/help/ranking" in page.content
