@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.utils.formats import number_format
 
 from knowledge.ranking import signals as ranking
 
@@ -11,7 +12,7 @@ register = template.Library()
 
 @register.filter
 def percent(value: float, digits: int = 1) -> str:
-    return f"{value * 100:.{digits}f}%"
+    return f"{number_format(value * 100, digits)}%"
 
 
 @register.filter
