@@ -19,6 +19,7 @@ DATABASE_NAME = "contextforge"
 
 def ensure_embedded_database(data_dir: Path, name: str = DATABASE_NAME) -> str:
     """Return a ``postgres://`` URL for database ``name`` on the embedded server, creating what is missing."""
+    data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = data_dir / "pgdata"
     # Many processes (web, worker, beat, tests) may start at once: one of them starts the server.

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.db.models import ExpressionWrapper, Q
 from pgvector.django import CosineDistance, HnswIndex, VectorField
 
 from accounts.models import Project
@@ -26,6 +27,12 @@ class KnowledgeItemQuerySet(models.QuerySet):
 
     def pending(self) -> KnowledgeItemQuerySet:
         return self.filter(embedding__isnull=True)
+
+    def without_embedding(self) -> KnowledgeItemQuerySet:
+        """Items without their 384 floats, but still knowing whether they have them (``is_pending``)."""
+        return self.defer("embedding").annotate(
+            embedding_missing=ExpressionWrapper(Q(embedding__isnull=True), output_field=models.BooleanField())
+        )
 
     def with_cosine(self, vector) -> KnowledgeItemQuerySet:
         return self.annotate(cosine=1 - CosineDistance("embedding", vector))
@@ -71,6 +78,8 @@ class KnowledgeItem(models.Model):
 
     @property
     def is_pending(self) -> bool:
+        if "embedding_missing" in self.__dict__:  # loaded by without_embedding(): no extra query
+            return self.embedding_missing
         return self.embedding is None
 
     @property

@@ -7,7 +7,7 @@ from knowledge.models import KnowledgeItem
 
 
 def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
-    items = KnowledgeItem.objects.in_projects(projects).select_related("project").defer("embedding")
+    items = KnowledgeItem.objects.in_projects(projects).select_related("project").without_embedding()
     if tag:
         items = items.filter(tags__contains=[tag])
     return items

@@ -118,15 +118,16 @@ class SearchApi(APIView):
             result = search(projects=projects, query=data["query"], filters=filters, limit=data["limit"])
         except embeddings.EmbeddingUnavailable:
             raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
+        items = s.ItemOutputSerializer([hit.item for hit in result.hits], many=True).data  # fields built once
         body = {
             "results": [
                 {
-                    "item": s.ItemOutputSerializer(hit.item).data,
+                    "item": item,
                     "score": hit.score,
                     "signals": vars(hit.signals),
                     "live_references": list(hit.live_references),
                 }
-                for hit in result.hits
+                for hit, item in zip(result.hits, items, strict=True)
             ],
             "took_ms": round(result.took_ms, 2),
         }

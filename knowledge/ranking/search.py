@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -58,7 +59,7 @@ class Hit:
 class SearchResult:
     hits: list[Hit]
     strategy: str
-    candidates: int  # items that could match (embedded, visible, passing the filters)
+    candidates: int | None  # items that could match; counted only where the strategy depends on it
     scanned: int  # candidates the stream read before the top k was certain
     embed_ms: float
     took_ms: float
@@ -75,10 +76,38 @@ def live_path_suffixes(project_ids: Sequence[int], now: datetime) -> dict[int, f
     return {project_id: path_suffixes(project_paths) for project_id, project_paths in paths.items()}
 
 
-def _project_ids(projects) -> list[int]:
+def _project_ids(projects):
+    """Project ids, or for a QuerySet of projects a subquery of them (one query fewer per search)."""
     if hasattr(projects, "values_list"):
-        return list(projects.values_list("id", flat=True))
+        return projects.values("id")
     return [p if isinstance(p, int) else p.pk for p in projects]
+
+
+def live_references(references: list[str], suffixes: frozenset[str]) -> tuple[str, ...]:
+    return tuple(ref for ref in references if ref.strip("/") in suffixes)
+
+
+_ESTIMATE_TTL = 60.0
+_estimate: tuple[float, float] | None = None
+
+
+def _table_is_small() -> bool:
+    """Whether the whole items table is well under the exact-scan threshold (so no count is needed).
+
+    Uses PostgreSQL's own row estimate, cached for a minute. A stale estimate can only choose the
+    exact scan where HNSW would have been faster: never a less exact answer.
+    """
+    global _estimate
+    now = time.monotonic()
+    if _estimate is None or now - _estimate[0] > _ESTIMATE_TTL:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [KnowledgeItem._meta.db_table]
+            )
+            row = cursor.fetchone()
+        _estimate = (now, float(row[0]) if row else -1.0)
+    rows = _estimate[1]
+    return 0 <= rows and rows * 1.2 < settings.CONTEXTFORGE_EXACT_SCAN_MAX
 
 
 def search(
@@ -102,64 +131,81 @@ def search(
 
     scope = KnowledgeItem.objects.filter(project_id__in=project_ids)
     candidates_qs = scope.embedded().with_tags(list(filters.tags))
-    candidates = candidates_qs.count() if project_ids else 0
-    strategy = EXACT if candidates <= settings.CONTEXTFORGE_EXACT_SCAN_MAX else HNSW
+    candidates = None
+    strategy = EXACT
+    if not _table_is_small():
+        candidates = candidates_qs.count()
+        strategy = EXACT if candidates <= settings.CONTEXTFORGE_EXACT_SCAN_MAX else HNSW
 
     top: list[tuple[float, float, int, Signals, tuple[str, ...]]] = []  # min-heap of the best `limit`
     scanned = 0
-    if candidates:
-        live = live_path_suffixes(project_ids, now)
-        stream = (
-            candidates_qs.annotate(distance=CosineDistance("embedding", query_vector))
-            .order_by("distance", "id")
-            .values_list(
-                "id", "distance", "project_id", "updated_at", "created_at", "references", "is_proposal"
-            )
+    live: dict[int, frozenset[str]] | None = None
+
+    def consider(row) -> bool:
+        """Score one candidate; False once no unseen candidate (cosine <= this one's) can enter the top k."""
+        nonlocal scanned, live
+        item_id, distance, project_id, updated_at, created_at, references, proposal = row
+        cosine = 1.0 - float(distance)
+        if len(top) == limit and score_ceiling(cosine) < top[0][0]:
+            return False
+        if live is None:
+            live = live_path_suffixes(project_ids, now)
+        scanned += 1
+        suffixes = live.get(project_id, frozenset())
+        signals = Signals(
+            cosine=cosine,
+            recency=recency_factor(updated_at, created_at, now),
+            git=git_factor(references, suffixes),
+            proposal_penalty=proposal_penalty(proposal),
         )
-        chunk = max(4 * limit, 100)
+        entry = (combine(signals), cosine, -item_id, signals, references)
+        if len(top) < limit:
+            heapq.heappush(top, entry)
+        elif entry[:3] > top[0][:3]:
+            heapq.heapreplace(top, entry)
+        return True
+
+    columns = ("id", "distance", "project_id", "updated_at", "created_at", "references", "is_proposal")
+    distance = CosineDistance("embedding", query_vector)
+    batch = max(4 * limit, 100)
+    if strategy == EXACT:
+        # `distance + 0` is an ordering no index can serve, so PostgreSQL scans every candidate exactly.
+        # One query reads the first batch; a rare query whose top k is still open reads a larger one.
+        exact = ExpressionWrapper(distance + 0.0, output_field=FloatField())
+        ordered = candidates_qs.annotate(distance=exact).order_by("distance", "id").values_list(*columns)
+        offset = 0
+        while True:
+            rows = list(ordered[offset : offset + batch])
+            if not all(consider(row) for row in rows) or len(rows) < batch:
+                break
+            offset += batch
+            batch *= 2
+    else:
+        ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id").values_list(*columns)
         with transaction.atomic(), connection.cursor() as cursor:
-            if strategy == EXACT:
-                # Never let the planner pick the approximate index: this scan must see every row.
-                cursor.execute("SET LOCAL enable_indexscan = off")
-            else:
-                cursor.execute("SET LOCAL hnsw.ef_search = %s", [settings.CONTEXTFORGE_HNSW_EF_SEARCH])
-                cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                stream = stream[:candidates]  # an ORDER BY … LIMIT is what lets the planner use HNSW
-            for (
-                item_id,
-                distance,
-                project_id,
-                updated_at,
-                created_at,
-                references,
-                proposal,
-            ) in stream.iterator(chunk_size=chunk):
-                cosine = 1.0 - float(distance)
-                if len(top) == limit and score_ceiling(cosine) < top[0][0]:
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [settings.CONTEXTFORGE_HNSW_EF_SEARCH])
+            # Iterative scans go on past ef_search in exact distance order, so the stream can stop anywhere.
+            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            # An ORDER BY … LIMIT is what lets the planner use HNSW; the cursor reads it in chunks.
+            for row in ordered[:candidates].iterator(chunk_size=batch):
+                if not consider(row):
                     break
-                scanned += 1
-                suffixes = live.get(project_id, frozenset())
-                signals = Signals(
-                    cosine=cosine,
-                    recency=recency_factor(updated_at, created_at, now),
-                    git=git_factor(references, suffixes),
-                    proposal_penalty=proposal_penalty(proposal),
-                )
-                score = combine(signals)
-                live_refs = tuple(ref for ref in references if ref.strip("/") in suffixes)
-                entry = (score, cosine, -item_id, signals, live_refs)
-                if len(top) < limit:
-                    heapq.heappush(top, entry)
-                elif entry[:3] > top[0][:3]:
-                    heapq.heapreplace(top, entry)
 
     ranked = sorted(top, key=lambda e: e[:3], reverse=True)
     items = (
-        KnowledgeItem.objects.select_related("project").defer("embedding").in_bulk([-e[2] for e in ranked])
+        KnowledgeItem.objects.select_related("project").without_embedding().in_bulk([-e[2] for e in ranked])
     )
+    suffixes_of = live or {}
     hits = [
-        Hit(item=items[-item_id], score=score, signals=signals, live_references=live_refs)
-        for score, _cos, item_id, signals, live_refs in ranked
+        Hit(
+            item=items[-item_id],
+            score=score,
+            signals=signals,
+            live_references=live_references(
+                references, suffixes_of.get(items[-item_id].project_id, frozenset())
+            ),
+        )
+        for score, _cos, item_id, signals, references in ranked
         if -item_id in items
     ]
     result = SearchResult(

@@ -1,0 +1,80 @@
+"""`make bench`: the search benchmark at each size, each in its own database on the embedded server.
+
+Figures are medians; ratios are against baselines measured in the same run:
+API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
+the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000", help="Comma-separated item counts.")
+    parser.add_argument("--real", type=int, default=2000, help="Items really embedded through the import path.")
+    parser.add_argument("--quick", action="store_true", help="A smoke run: 2,000 items, 500 real.")
+    args = parser.parse_args(argv)
+    sizes = [2000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    real = 500 if args.quick else args.real
+
+    data_dir = ROOT / "var" / "bench"
+    results_dir = ROOT / "bench" / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT))
+    from contextforge.embedded_db import ensure_embedded_database
+
+    results = []
+    for size in sizes:
+        name = f"bench_{size}"
+        url = ensure_embedded_database(data_dir, name=name)
+        import psycopg
+
+        with psycopg.connect(host=str(data_dir / "pgdata"), user="postgres", dbname="postgres", autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        url = ensure_embedded_database(data_dir, name=name)
+        out = results_dir / f"search-{size}.json"
+        env = {**os.environ, "DATABASE_URL": url, "CONTEXTFORGE_DATA_DIR": str(data_dir)}
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "bench.search", "--size", str(size), "--real", str(min(real, size)),
+             "--json", str(out)],
+            env=env, cwd=ROOT, check=True,
+        )
+        result = json.loads(out.read_text())
+        result["wall_s"] = time.perf_counter() - started
+        results.append(result)
+        print_result(result)
+    (results_dir / "search.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def print_result(r: dict) -> None:
+    baseline = r["embed_p50_ms"] + r["raw_pgvector_p50_ms"]
+    print(f"\n== {r['size']:,} items ({r['strategy']} scan; exact up to {r['exact_scan_max']:,}) ==")
+    print(f"  API search p50 / p95       {r['api_p50_ms']:7.1f} / {r['api_p95_ms']:.1f} ms   "
+          f"{r['api_over_baseline']:.2f}x baseline (target <= 2x)")
+    print(f"  ranking service p50        {r['service_p50_ms']:7.1f} ms   {r['service_over_baseline']:.2f}x baseline; "
+          f"median candidates read {r['scanned_median']:.0f}")
+    print(f"  baseline: embed p50        {r['embed_p50_ms']:7.1f} ms  + raw pgvector top-10 p50 "
+          f"{r['raw_pgvector_p50_ms']:.1f} ms = {baseline:.1f} ms")
+    print(f"  recall@10 vs brute force   {r['recall_at_10']:.3f}")
+    ingest = r["ingest"]
+    print(f"  bulk ingest                {ingest['items_per_s']:7.1f} items/s vs raw model "
+          f"{ingest['raw_model_texts_per_s']:.1f} texts/s = {ingest['ratio']:.2f}x (target >= 0.8x)")
+    print(f"  web process peak RSS       {r['web_peak_rss_mb']:7.0f} MB")
+    if "index_build_s" in r:
+        print(f"  load: COPY {r['copy_s']:.1f} s, HNSW build {r['index_build_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""One size of the search benchmark, in its own process and database (see bench/__main__.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+REPEATS = 3  # rounds over the query set; figures are medians over every timed call
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed(fn, *args) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - started) * 1000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, required=True)
+    parser.add_argument("--real", type=int, required=True, help="items really embedded through the import path")
+    parser.add_argument("--sigma", type=float, default=0.03)
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args(argv)
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    from accounts import services as accounts
+    from bench import data
+    from knowledge import embeddings, services
+    from knowledge.models import KnowledgeItem
+    from knowledge.ranking import search
+
+    call_command("migrate", verbosity=0)
+    user, _ = accounts.user_ensure(username="bench")
+    project = accounts.project_create(name="Bench", slug=f"bench-{args.size}", owner=user)
+    secret = accounts.api_key_create(owner=user, name="bench", scopes=["read"], project=project).secret
+    model = embeddings.get_model()
+    result: dict = {"size": args.size, "exact_scan_max": settings.CONTEXTFORGE_EXACT_SCAN_MAX}
+
+    # Ingest through the bulk path against the raw model on the same texts and batch size.
+    records = data.notes(min(args.real, args.size))
+    texts = [f"{r['title']}\n{r['content']}" for r in records]
+    started = time.perf_counter()
+    model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    raw_rate = len(texts) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    report = services.items_import(records=enumerate(records, 1), default_project=project, projects_by_slug={})
+    ingest_rate = report.created / (time.perf_counter() - started)
+    result["ingest"] = {"items": report.created, "items_per_s": ingest_rate, "raw_model_texts_per_s": raw_rate,
+                        "ratio": ingest_rate / raw_rate}
+
+    # Grow to the size with perturbed copies of the real embeddings, loaded with COPY.
+    real = list(KnowledgeItem.objects.filter(project=project).order_by("id").values_list(
+        "title", "content", "tags", "references", "is_proposal", "embedding", "created_at"))
+    extra = args.size - len(real)
+    if extra > 0:
+        vectors, sources = data.perturbed(np.stack([np.asarray(r[5]) for r in real]), extra, args.sigma)
+        rng = np.random.default_rng(3)
+        ages = rng.random(extra) * 730 * 86400
+        now = time.time()
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX IF EXISTS item_embedding_hnsw")
+            with cursor.cursor.copy(
+                "COPY knowledge_knowledgeitem (project_id, title, content, tags, \"references\", is_proposal,"
+                " embedding, embedding_model, content_hash, created_at, updated_at) FROM STDIN"
+            ) as copy:
+                for n, (vector, source) in enumerate(zip(vectors, sources, strict=True)):
+                    title, content, tags, refs, proposal, _e, _c = real[source]
+                    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now - ages[n]))
+                    copy.write_row((project.pk, f"{title} ({n})", content, tags, refs, proposal,
+                                    "[" + ",".join(f"{x:.6f}" for x in vector) + "]", "bench", f"bench-{n}",
+                                    stamp, stamp))
+            result["copy_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            cursor.execute("SET maintenance_work_mem = '1GB'")
+            cursor.execute(
+                "CREATE INDEX item_embedding_hnsw ON knowledge_knowledgeitem USING hnsw (embedding vector_cosine_ops)"
+                " WITH (m = 16, ef_construction = 64)"
+            )
+            cursor.execute("ANALYZE knowledge_knowledgeitem")
+            result["index_build_s"] = time.perf_counter() - started
+
+    queries = data.QUERIES
+    vectors = {q: embeddings.embed_query(q) for q in queries}
+
+    def raw_sql(q: str) -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM knowledge_knowledgeitem WHERE project_id = %s ORDER BY embedding <=> %s::vector LIMIT 10",
+                [project.pk, "[" + ",".join(map(str, vectors[q])) + "]"],
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    embed_ms, raw_ms, service_ms, scanned = [], [], [], []
+    for _ in range(REPEATS):
+        for q in queries:
+            embed_ms.append(timed(embeddings.embed_query, q))
+            raw_ms.append(timed(raw_sql, q))
+            started = time.perf_counter()
+            found = search(projects=[project], query=q, limit=10)
+            service_ms.append((time.perf_counter() - started) * 1000)
+            scanned.append(found.scanned)
+    result["strategy"] = found.strategy
+    result["embed_p50_ms"] = statistics.median(embed_ms)
+    result["raw_pgvector_p50_ms"] = statistics.median(raw_ms)
+    result["service_p50_ms"] = statistics.median(service_ms)
+    result["scanned_median"] = statistics.median(scanned)
+
+    # Recall@10 against brute force: every item, the spec's formula written out here.
+    rows = list(KnowledgeItem.objects.filter(project=project).exclude(tags__contains=["test"]).values_list(
+        "id", "embedding", "updated_at", "is_proposal"))
+    ids = np.array([r[0] for r in rows])
+    matrix = np.stack([np.asarray(r[1], dtype=np.float32) for r in rows])
+    from django.utils import timezone
+
+    now_dt = timezone.now()
+    age_days = np.array([max(0.0, (now_dt - r[2]).total_seconds() / 86400) for r in rows])
+    recency = 0.5 ** (age_days / 60)
+    penalty = np.where([r[3] for r in rows], 0.7, 1.0)
+    recalls = []
+    for q in queries:
+        cos = matrix @ vectors[q]
+        final = np.minimum(1.0, (cos + cos * 0.15 * recency) * penalty)
+        truth = set(ids[np.argsort(-final)[:10]].tolist())
+        got = {h.item.pk for h in search(projects=[project], query=q, limit=10).hits}
+        recalls.append(len(truth & got) / 10)
+    result["recall_at_10"] = statistics.mean(recalls)
+
+    # The API over real HTTP, against a gunicorn worker of its own; its peak RSS.
+    port = free_port()
+    web = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "contextforge.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+         "--threads", "1", "--log-level", "warning"],
+        env=os.environ.copy(), cwd=settings.BASE_DIR,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+
+        def api(q: str) -> None:
+            request = urllib.request.Request(
+                base + "/api/v1/search/", method="POST", data=json.dumps({"query": q, "limit": 10}).encode(),
+                headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+        for q in queries[:3]:
+            api(q)  # the worker loads the model on its first search
+        api_ms = [timed(api, q) for _ in range(REPEATS) for q in queries]
+        result["api_p50_ms"] = statistics.median(api_ms)
+        result["api_p95_ms"] = p(api_ms, 0.95)
+        children = Path(f"/proc/{web.pid}/task/{web.pid}/children").read_text().split()
+        hwm = [line for line in Path(f"/proc/{children[0]}/status").read_text().splitlines()
+               if line.startswith("VmHWM")]
+        result["web_peak_rss_mb"] = int(hwm[0].split()[1]) / 1024
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+
+    baseline = result["embed_p50_ms"] + result["raw_pgvector_p50_ms"]
+    result["api_over_baseline"] = result["api_p50_ms"] / baseline
+    result["service_over_baseline"] = result["service_p50_ms"] / baseline
+    Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
