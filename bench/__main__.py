@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sizes", default="10000,100000", help="Comma-separated item counts.")
-    parser.add_argument("--real", type=int, default=2000, help="Items really embedded through the import path.")
+    parser.add_argument(
+        "--real", type=int, default=2000, help="Items really embedded through the import path."
+    )
     parser.add_argument("--quick", action="store_true", help="A smoke run: 2,000 items, 500 real.")
     args = parser.parse_args(argv)
     sizes = [2000] if args.quick else [int(s) for s in args.sizes.split(",")]
@@ -39,16 +41,29 @@ def main(argv=None) -> int:
         url = ensure_embedded_database(data_dir, name=name)
         import psycopg
 
-        with psycopg.connect(host=str(data_dir / "pgdata"), user="postgres", dbname="postgres", autocommit=True) as c:
+        with psycopg.connect(
+            host=str(data_dir / "pgdata"), user="postgres", dbname="postgres", autocommit=True
+        ) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         url = ensure_embedded_database(data_dir, name=name)
         out = results_dir / f"search-{size}.json"
         env = {**os.environ, "DATABASE_URL": url, "CONTEXTFORGE_DATA_DIR": str(data_dir)}
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "bench.search", "--size", str(size), "--real", str(min(real, size)),
-             "--json", str(out)],
-            env=env, cwd=ROOT, check=True,
+            [
+                sys.executable,
+                "-m",
+                "bench.search",
+                "--size",
+                str(size),
+                "--real",
+                str(min(real, size)),
+                "--json",
+                str(out),
+            ],
+            env=env,
+            cwd=ROOT,
+            check=True,
         )
         result = json.loads(out.read_text())
         result["wall_s"] = time.perf_counter() - started
@@ -61,16 +76,24 @@ def main(argv=None) -> int:
 def print_result(r: dict) -> None:
     baseline = r["embed_p50_ms"] + r["raw_pgvector_p50_ms"]
     print(f"\n== {r['size']:,} items ({r['strategy']} scan; exact up to {r['exact_scan_max']:,}) ==")
-    print(f"  API search p50 / p95       {r['api_p50_ms']:7.1f} / {r['api_p95_ms']:.1f} ms   "
-          f"{r['api_over_baseline']:.2f}x baseline (target <= 2x)")
-    print(f"  ranking service p50        {r['service_p50_ms']:7.1f} ms   {r['service_over_baseline']:.2f}x baseline; "
-          f"median candidates read {r['scanned_median']:.0f}")
-    print(f"  baseline: embed p50        {r['embed_p50_ms']:7.1f} ms  + raw pgvector top-10 p50 "
-          f"{r['raw_pgvector_p50_ms']:.1f} ms = {baseline:.1f} ms")
+    print(
+        f"  API search p50 / p95       {r['api_p50_ms']:7.1f} / {r['api_p95_ms']:.1f} ms   "
+        f"{r['api_over_baseline']:.2f}x baseline (target <= 2x)"
+    )
+    print(
+        f"  ranking service p50        {r['service_p50_ms']:7.1f} ms   {r['service_over_baseline']:.2f}x baseline; "
+        f"median candidates read {r['scanned_median']:.0f}"
+    )
+    print(
+        f"  baseline: embed p50        {r['embed_p50_ms']:7.1f} ms  + raw pgvector top-10 p50 "
+        f"{r['raw_pgvector_p50_ms']:.1f} ms = {baseline:.1f} ms"
+    )
     print(f"  recall@10 vs brute force   {r['recall_at_10']:.3f}")
     ingest = r["ingest"]
-    print(f"  bulk ingest                {ingest['items_per_s']:7.1f} items/s vs raw model "
-          f"{ingest['raw_model_texts_per_s']:.1f} texts/s = {ingest['ratio']:.2f}x (target >= 0.8x)")
+    print(
+        f"  bulk ingest                {ingest['items_per_s']:7.1f} items/s vs raw model "
+        f"{ingest['raw_model_texts_per_s']:.1f} texts/s = {ingest['ratio']:.2f}x (target >= 0.8x)"
+    )
     print(f"  web process peak RSS       {r['web_peak_rss_mb']:7.0f} MB")
     if "index_build_s" in r:
         print(f"  load: COPY {r['copy_s']:.1f} s, HNSW build {r['index_build_s']:.1f} s")

@@ -8,12 +8,36 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 SUBJECTS = [
-    "authentication tokens", "database migrations", "production deploys", "search ranking", "redis caching",
-    "the billing service", "onboarding", "logging and alerting", "the mobile release train", "API rate limits",
-    "background jobs", "feature flags", "the payment webhook", "GDPR data exports", "the CI pipeline",
-    "load balancer timeouts", "email delivery", "the admin dashboard", "SSO with Okta", "cost of the GPU cluster",
-    "the search indexer", "session expiry", "image uploads", "the public SDK", "dependency upgrades",
-    "on-call rotation", "the data warehouse", "multi-tenant isolation", "websocket reconnects", "PDF invoices",
+    "authentication tokens",
+    "database migrations",
+    "production deploys",
+    "search ranking",
+    "redis caching",
+    "the billing service",
+    "onboarding",
+    "logging and alerting",
+    "the mobile release train",
+    "API rate limits",
+    "background jobs",
+    "feature flags",
+    "the payment webhook",
+    "GDPR data exports",
+    "the CI pipeline",
+    "load balancer timeouts",
+    "email delivery",
+    "the admin dashboard",
+    "SSO with Okta",
+    "cost of the GPU cluster",
+    "the search indexer",
+    "session expiry",
+    "image uploads",
+    "the public SDK",
+    "dependency upgrades",
+    "on-call rotation",
+    "the data warehouse",
+    "multi-tenant isolation",
+    "websocket reconnects",
+    "PDF invoices",
 ]
 VERBS = ["decided", "learned", "agreed", "found out", "documented", "measured", "confirmed", "changed"]
 FORMS = [
@@ -29,19 +53,50 @@ FORMS = [
     "Runbook for {s}: restart the worker, then check {p} and the metrics.",
 ]
 PATHS = [
-    "src/lib/auth.ts", "app/models.py", "deploy/helm/values.yaml", "README.md", "billing/api.go",
-    "web/src/components/Search.tsx", "jobs/worker.py", "infra/terraform/main.tf", "docs/runbook.md",
-    "services/payments/webhook.rb", "mobile/ios/AppDelegate.swift", "config/settings.py",
+    "src/lib/auth.ts",
+    "app/models.py",
+    "deploy/helm/values.yaml",
+    "README.md",
+    "billing/api.go",
+    "web/src/components/Search.tsx",
+    "jobs/worker.py",
+    "infra/terraform/main.tf",
+    "docs/runbook.md",
+    "services/payments/webhook.rb",
+    "mobile/ios/AppDelegate.swift",
+    "config/settings.py",
 ]
 QUERIES = [
-    "how do we sign authentication tokens", "who owns database migrations", "deploy to production steps",
-    "why is search ranking wrong", "redis cache invalidation", "billing service retries", "onboarding checklist",
-    "alerting thresholds for logs", "mobile release schedule", "what are the API rate limits",
-    "background job failures", "feature flag cleanup", "payment webhook signature", "GDPR export request",
-    "CI pipeline is slow", "load balancer timeout settings", "email bounces", "admin dashboard permissions",
-    "Okta SSO setup", "GPU cluster costs", "reindex the search", "session expiry time", "image upload limits",
-    "SDK versioning", "upgrade dependencies safely", "on-call handover", "warehouse nightly load",
-    "tenant data isolation", "websocket reconnect storms", "invoice PDF rendering",
+    "how do we sign authentication tokens",
+    "who owns database migrations",
+    "deploy to production steps",
+    "why is search ranking wrong",
+    "redis cache invalidation",
+    "billing service retries",
+    "onboarding checklist",
+    "alerting thresholds for logs",
+    "mobile release schedule",
+    "what are the API rate limits",
+    "background job failures",
+    "feature flag cleanup",
+    "payment webhook signature",
+    "GDPR export request",
+    "CI pipeline is slow",
+    "load balancer timeout settings",
+    "email bounces",
+    "admin dashboard permissions",
+    "Okta SSO setup",
+    "GPU cluster costs",
+    "reindex the search",
+    "session expiry time",
+    "image upload limits",
+    "SDK versioning",
+    "upgrade dependencies safely",
+    "on-call handover",
+    "warehouse nightly load",
+    "tenant data isolation",
+    "websocket reconnect storms",
+    "invoice PDF rendering",
 ]
 
 
@@ -55,9 +110,18 @@ def notes(count: int, seed: int = 1) -> list[dict]:
         content = rng.choice(FORMS).format(s=subject, p=rng.choice(PATHS), v=rng.choice(VERBS))
         age = timedelta(days=rng.random() * 730)
         stamp = (now - age).isoformat()
-        tags = ["test"] if rng.random() < 0.03 else rng.sample(["backend", "ops", "product", "web", "data"], 1)
-        out.append({"title": f"{subject.capitalize()} note {i}", "content": content, "tags": tags,
-                    "created_at": stamp, "updated_at": stamp})
+        tags = (
+            ["test"] if rng.random() < 0.03 else rng.sample(["backend", "ops", "product", "web", "data"], 1)
+        )
+        out.append(
+            {
+                "title": f"{subject.capitalize()} note {i}",
+                "content": content,
+                "tags": tags,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+        )
     return out
 
 

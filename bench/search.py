@@ -38,8 +38,15 @@ def free_port() -> int:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, required=True)
-    parser.add_argument("--real", type=int, required=True, help="items really embedded through the import path")
-    parser.add_argument("--sigma", type=float, default=0.03)
+    parser.add_argument(
+        "--real", type=int, required=True, help="items really embedded through the import path"
+    )
+    parser.add_argument(
+        "--sigma",
+        type=float,
+        default=0.01,
+        help="noise per dimension: 0.01 keeps a copy at cosine ~0.98 of its source",
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
@@ -71,14 +78,23 @@ def main(argv=None) -> dict:
     model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
     raw_rate = len(texts) / (time.perf_counter() - started)
     started = time.perf_counter()
-    report = services.items_import(records=enumerate(records, 1), default_project=project, projects_by_slug={})
+    report = services.items_import(
+        records=enumerate(records, 1), default_project=project, projects_by_slug={}
+    )
     ingest_rate = report.created / (time.perf_counter() - started)
-    result["ingest"] = {"items": report.created, "items_per_s": ingest_rate, "raw_model_texts_per_s": raw_rate,
-                        "ratio": ingest_rate / raw_rate}
+    result["ingest"] = {
+        "items": report.created,
+        "items_per_s": ingest_rate,
+        "raw_model_texts_per_s": raw_rate,
+        "ratio": ingest_rate / raw_rate,
+    }
 
     # Grow to the size with perturbed copies of the real embeddings, loaded with COPY.
-    real = list(KnowledgeItem.objects.filter(project=project).order_by("id").values_list(
-        "title", "content", "tags", "references", "is_proposal", "embedding", "created_at"))
+    real = list(
+        KnowledgeItem.objects.filter(project=project)
+        .order_by("id")
+        .values_list("title", "content", "tags", "references", "is_proposal", "embedding", "created_at")
+    )
     extra = args.size - len(real)
     if extra > 0:
         vectors, sources = data.perturbed(np.stack([np.asarray(r[5]) for r in real]), extra, args.sigma)
@@ -89,15 +105,27 @@ def main(argv=None) -> dict:
         with connection.cursor() as cursor:
             cursor.execute("DROP INDEX IF EXISTS item_embedding_hnsw")
             with cursor.cursor.copy(
-                "COPY knowledge_knowledgeitem (project_id, title, content, tags, \"references\", is_proposal,"
+                'COPY knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,'
                 " embedding, embedding_model, content_hash, created_at, updated_at) FROM STDIN"
             ) as copy:
                 for n, (vector, source) in enumerate(zip(vectors, sources, strict=True)):
                     title, content, tags, refs, proposal, _e, _c = real[source]
                     stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now - ages[n]))
-                    copy.write_row((project.pk, f"{title} ({n})", content, tags, refs, proposal,
-                                    "[" + ",".join(f"{x:.6f}" for x in vector) + "]", "bench", f"bench-{n}",
-                                    stamp, stamp))
+                    copy.write_row(
+                        (
+                            project.pk,
+                            f"{title} ({n})",
+                            content,
+                            tags,
+                            refs,
+                            proposal,
+                            "[" + ",".join(f"{x:.6f}" for x in vector) + "]",
+                            "bench",
+                            f"bench-{n}",
+                            stamp,
+                            stamp,
+                        )
+                    )
             result["copy_s"] = time.perf_counter() - started
             started = time.perf_counter()
             cursor.execute("SET maintenance_work_mem = '1GB'")
@@ -135,8 +163,11 @@ def main(argv=None) -> dict:
     result["scanned_median"] = statistics.median(scanned)
 
     # Recall@10 against brute force: every item, the spec's formula written out here.
-    rows = list(KnowledgeItem.objects.filter(project=project).exclude(tags__contains=["test"]).values_list(
-        "id", "embedding", "updated_at", "is_proposal"))
+    rows = list(
+        KnowledgeItem.objects.filter(project=project)
+        .exclude(tags__contains=["test"])
+        .values_list("id", "embedding", "updated_at", "is_proposal")
+    )
     ids = np.array([r[0] for r in rows])
     matrix = np.stack([np.asarray(r[1], dtype=np.float32) for r in rows])
     from django.utils import timezone
@@ -157,9 +188,22 @@ def main(argv=None) -> dict:
     # The API over real HTTP, against a gunicorn worker of its own; its peak RSS.
     port = free_port()
     web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "contextforge.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         "--threads", "1", "--log-level", "warning"],
-        env=os.environ.copy(), cwd=settings.BASE_DIR,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "contextforge.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        env=os.environ.copy(),
+        cwd=settings.BASE_DIR,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -172,7 +216,9 @@ def main(argv=None) -> dict:
 
         def api(q: str) -> None:
             request = urllib.request.Request(
-                base + "/api/v1/search/", method="POST", data=json.dumps({"query": q, "limit": 10}).encode(),
+                base + "/api/v1/search/",
+                method="POST",
+                data=json.dumps({"query": q, "limit": 10}).encode(),
                 headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
             )
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -184,8 +230,11 @@ def main(argv=None) -> dict:
         result["api_p50_ms"] = statistics.median(api_ms)
         result["api_p95_ms"] = p(api_ms, 0.95)
         children = Path(f"/proc/{web.pid}/task/{web.pid}/children").read_text().split()
-        hwm = [line for line in Path(f"/proc/{children[0]}/status").read_text().splitlines()
-               if line.startswith("VmHWM")]
+        hwm = [
+            line
+            for line in Path(f"/proc/{children[0]}/status").read_text().splitlines()
+            if line.startswith("VmHWM")
+        ]
         result["web_peak_rss_mb"] = int(hwm[0].split()[1]) / 1024
     finally:
         web.terminate()

@@ -239,6 +239,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "knowledge.tasks.embed_pending_items",
         "schedule": timedelta(minutes=CONTEXTFORGE_PENDING_EMBED_MINUTES),
     },
+    "sync-repositories": {
+        "task": "gitsync.tasks.sync_all_repositories",
+        "schedule": timedelta(minutes=CONTEXTFORGE_GIT_SYNC_MINUTES),
+    },
 }
 
 LOGGING = {

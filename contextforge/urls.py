@@ -7,6 +7,7 @@ from contextforge import views
 
 api_v1 = [
     path("", include("knowledge.api.urls")),
+    path("", include("gitsync.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]
@@ -20,6 +21,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"))),
     path("dashboard/", include("knowledge.urls")),
     path("dashboard/keys/", include("accounts.urls")),
+    path("dashboard/repositories/", include("gitsync.urls")),
 ]
 
 handler400 = "contextforge.api.handler400"

@@ -1,29 +1,54 @@
 from __future__ import annotations
 
+import secrets
+
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
 
 
+def new_webhook_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
 class Repository(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="repositories")
-    name = models.CharField(max_length=200)
+    name = models.CharField(_("name"), max_length=200)
     url = models.CharField(
-        max_length=1000, help_text="A remote URL, or a local path under CONTEXTFORGE_GIT_LOCAL_ROOTS."
+        _("URL"),
+        max_length=1000,
+        help_text=_(
+            "https://, ssh://, git:// or git@host:path; or a local path under CONTEXTFORGE_GIT_LOCAL_ROOTS."
+        ),
     )
-    branch = models.CharField(max_length=200, blank=True, help_text="Empty: the remote's default branch.")
-    enabled = models.BooleanField(default=True)
-    last_synced_commit = models.CharField(max_length=64, blank=True)
-    last_success_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
+    branch = models.CharField(
+        _("branch"), max_length=200, blank=True, help_text=_("Empty: the remote's default branch.")
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+    webhook_secret = models.CharField(max_length=100, default=new_webhook_secret, editable=False)
+    last_synced_commit = models.CharField(max_length=64, blank=True, editable=False)
+    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        verbose_name_plural = "repositories"
+        verbose_name = _("repository")
+        verbose_name_plural = _("repositories")
+        ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_repository_name")]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def status(self) -> str:
+        if not self.enabled:
+            return "disabled"
+        if self.last_error:
+            return "failing"
+        return "ok" if self.last_success_at else "never synced"
 
 
 class Commit(models.Model):
@@ -34,17 +59,30 @@ class Commit(models.Model):
     message = models.TextField()
 
     class Meta:
+        ordering = ["-committed_at"]
         constraints = [models.UniqueConstraint(fields=["repository", "sha"], name="unique_commit_sha")]
 
     def __str__(self) -> str:
         return self.sha[:10]
 
 
+class ChangeType(models.TextChoices):
+    ADDED = "A", _("added")
+    MODIFIED = "M", _("modified")
+    DELETED = "D", _("deleted")
+    RENAMED = "R", _("renamed")
+    COPIED = "C", _("copied")
+    TYPE_CHANGED = "T", _("type changed")
+
+
 class CommitFile(models.Model):
     commit = models.ForeignKey(Commit, on_delete=models.CASCADE, related_name="files")
     path = models.CharField(max_length=1000)
-    change_type = models.CharField(max_length=2)
-    old_path = models.CharField(max_length=1000, blank=True)
+    change_type = models.CharField(max_length=1, choices=ChangeType.choices)
+    old_path = models.CharField(max_length=1000, blank=True, help_text=_("The path before a rename or copy."))
+
+    class Meta:
+        indexes = [models.Index(name="commitfile_path", fields=["path"])]
 
     def __str__(self) -> str:
         return f"{self.change_type} {self.path}"

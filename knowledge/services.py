@@ -204,7 +204,7 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
 # ----- import ---------------------------------------------------------------------------------
 
 IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project"}
-IMPORT_BATCH = 256
+IMPORT_BATCH = 1000  # the model sorts a batch by length: larger batches pad less
 
 
 @dataclass

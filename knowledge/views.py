@@ -47,7 +47,18 @@ def item_list(request):
 def item_detail(request, pk: int):
     item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
     may_write = projects_for(user=request.user, scope="write").filter(pk=item.project_id).exists()
-    return render(request, "knowledge/item_detail.html", {"item": item, "may_write": may_write})
+    from gitsync import selectors as git
+
+    last_change = git.last_change_of(project_id=item.project_id, paths=item.references)
+    context = {
+        "item": item,
+        "may_write": may_write,
+        "commits": git.commits_touching(project_id=item.project_id, paths=item.references),
+        # The file moved on after the note was last written: the note may describe the past.
+        "may_be_stale": last_change is not None and last_change > item.updated_at,
+        "last_change": last_change,
+    }
+    return render(request, "knowledge/item_detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])

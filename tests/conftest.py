@@ -67,3 +67,26 @@ def api_for():
 @pytest.fixture
 def owner_api(cast) -> APIClient:
     return api_client_for(cast.owner, project=cast.project)
+
+
+def _reset_celery_connections() -> None:
+    from contextforge.celery import app as celery_app
+
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def celery_broker(request):
+    """Point the project's Celery app at a broker for one test (default: in-process memory)."""
+    from contextforge.celery import app as celery_app
+
+    url = getattr(request, "param", "memory://")
+    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport_options")}
+    celery_app.conf.update(broker_url=url, broker_transport_options={})
+    _reset_celery_connections()
+    yield url
+    celery_app.conf.update(saved)
+    _reset_celery_connections()

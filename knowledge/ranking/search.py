@@ -146,10 +146,10 @@ def search(
         nonlocal scanned, live
         item_id, distance, project_id, updated_at, created_at, references, proposal = row
         cosine = 1.0 - float(distance)
-        if len(top) == limit and score_ceiling(cosine) < top[0][0]:
-            return False
         if live is None:
             live = live_path_suffixes(project_ids, now)
+        if len(top) == limit and score_ceiling(cosine, git_possible=any(live.values())) < top[0][0]:
+            return False
         scanned += 1
         suffixes = live.get(project_id, frozenset())
         signals = Signals(
@@ -167,29 +167,20 @@ def search(
 
     columns = ("id", "distance", "project_id", "updated_at", "created_at", "references", "is_proposal")
     distance = CosineDistance("embedding", query_vector)
-    batch = max(4 * limit, 100)
     if strategy == EXACT:
-        # `distance + 0` is an ordering no index can serve, so PostgreSQL scans every candidate exactly.
-        # One query reads the first batch; a rare query whose top k is still open reads a larger one.
-        exact = ExpressionWrapper(distance + 0.0, output_field=FloatField())
-        ordered = candidates_qs.annotate(distance=exact).order_by("distance", "id").values_list(*columns)
-        offset = 0
-        while True:
-            rows = list(ordered[offset : offset + batch])
-            if not all(consider(row) for row in rows) or len(rows) < batch:
-                break
-            offset += batch
-            batch *= 2
-    else:
-        ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id").values_list(*columns)
-        with transaction.atomic(), connection.cursor() as cursor:
+        # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+        distance = ExpressionWrapper(distance + 0.0, output_field=FloatField())
+    ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id").values_list(*columns)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if strategy == HNSW:
             cursor.execute("SET LOCAL hnsw.ef_search = %s", [settings.CONTEXTFORGE_HNSW_EF_SEARCH])
             # Iterative scans go on past ef_search in exact distance order, so the stream can stop anywhere.
             cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            # An ORDER BY … LIMIT is what lets the planner use HNSW; the cursor reads it in chunks.
-            for row in ordered[:candidates].iterator(chunk_size=batch):
-                if not consider(row):
-                    break
+            ordered = ordered[:candidates]  # an ORDER BY … LIMIT is what lets the planner use HNSW
+        # A server-side cursor: the scan and sort run once, and the stream reads chunk after chunk.
+        for row in ordered.iterator(chunk_size=max(4 * limit, 100)):
+            if not consider(row):
+                break
 
     ranked = sorted(top, key=lambda e: e[:3], reverse=True)
     items = (

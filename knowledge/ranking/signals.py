@@ -66,9 +66,13 @@ def combine(signals: Signals) -> float:
     return min(SCORE_CAP, boosted * signals.proposal_penalty)
 
 
-def score_ceiling(cosine: float) -> float:
-    """The highest final score any item with this cosine could reach, whatever its other signals."""
+def score_ceiling(cosine: float, *, git_possible: bool = True) -> float:
+    """The highest final score any item with this cosine could reach, whatever its other signals.
+
+    Where no file is live (no connected repository, or nothing committed lately) the git boost
+    cannot apply, and the ceiling is lower: the same exact answer from fewer candidates.
+    """
     if cosine >= 0:
-        return min(SCORE_CAP, MAX_BOOST * cosine)
+        return min(SCORE_CAP, (MAX_BOOST if git_possible else MAX_BOOST - GIT_WEIGHT) * cosine)
     # A negative cosine is least negative with no boost and the penalty applied.
     return cosine * PROPOSAL_PENALTY

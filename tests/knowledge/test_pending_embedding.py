@@ -18,26 +18,9 @@ if os.environ.get("CONTEXTFORGE_TEST_REDIS_URL"):
     BROKERS.append(os.environ["CONTEXTFORGE_TEST_REDIS_URL"])  # the production broker, when CI has Redis
 
 
-def _reset_connections() -> None:
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
-@pytest.fixture
-def broker(request):
-    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport_options")}
-    celery_app.conf.update(broker_url=request.param, broker_transport_options={})
-    _reset_connections()
-    yield request.param
-    celery_app.conf.update(saved)
-    _reset_connections()
-
-
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("broker", BROKERS, indirect=True)
-def test_an_item_saved_while_the_model_is_down_is_embedded_later_by_the_worker(cast, settings, broker):
+@pytest.mark.parametrize("celery_broker", BROKERS, indirect=True)
+def test_an_item_saved_while_the_model_is_down_is_embedded_later_by_the_worker(cast, settings, celery_broker):
     settings.CONTEXTFORGE_EMBEDDING_MODEL = "/nonexistent/model"
     item = services.item_create(
         project=cast.project, title="Cache TTL", content="Sessions expire after 2 hours."

@@ -89,3 +89,10 @@ def test_the_ceiling_bounds_every_possible_score_for_a_cosine():
             for git in (0.0, 0.5, 1.0):
                 for penalty in (0.7, 1.0):
                     assert combine(Signals(cosine, recency, git, penalty)) <= ceiling + 1e-12
+
+
+def test_without_live_files_the_ceiling_leaves_out_the_git_boost():
+    assert score_ceiling(0.5, git_possible=False) == pytest.approx(0.575)
+    assert score_ceiling(0.5) == pytest.approx(0.675)
+    for recency in (0.0, 1.0):
+        assert combine(Signals(0.5, recency, 0.0, 1.0)) <= score_ceiling(0.5, git_possible=False) + 1e-12

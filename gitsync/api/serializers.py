@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from gitsync.models import Repository
+from knowledge.api.serializers import StrictCharField
+
+
+class RepositoryOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    commit_count = serializers.IntegerField(read_only=True)
+    status = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Repository
+        fields = [
+            "id",
+            "project",
+            "name",
+            "url",
+            "branch",
+            "enabled",
+            "status",
+            "last_synced_commit",
+            "last_success_at",
+            "last_attempt_at",
+            "last_error",
+            "commit_count",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class RepositoryCreateInputSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=200)
+    url = StrictCharField(max_length=1000)
+    branch = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    enabled = serializers.BooleanField(required=False, default=True)
+    project = serializers.SlugField(required=False)
+
+
+class RepositoryUpdateInputSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=200, required=False)
+    url = StrictCharField(max_length=1000, required=False)
+    branch = StrictCharField(max_length=200, required=False, allow_blank=True)
+    enabled = serializers.BooleanField(required=False)
+
+
+class RepositoryWebhookSecretSerializer(RepositoryOutputSerializer):
+    webhook_secret = serializers.CharField(
+        read_only=True, help_text="Shown to admins: sign webhooks with it."
+    )
+
+    class Meta(RepositoryOutputSerializer.Meta):
+        fields = [*RepositoryOutputSerializer.Meta.fields, "webhook_secret"]
+        read_only_fields = fields

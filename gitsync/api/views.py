@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from django.db import IntegrityError
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import permissions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api import request_project, request_projects
+from contextforge.api import ApplicationError
+from gitsync import selectors, services
+from gitsync.api import serializers as s
+from gitsync.models import Repository
+from gitsync.tasks import sync_repository
+from knowledge.api.views import RawBodyParser, _valid
+
+NAME_TAKEN = "The project has a repository of that name already."
+BAD_SIGNATURE = "The webhook signature does not match."
+
+
+def _queue_sync(repository: Repository) -> None:
+    try:
+        sync_repository.delay(repository.pk)
+    except Exception as exc:  # the broker is down; beat will sync it later
+        raise ApplicationError(f"Could not queue the sync: {exc}", status_code=503) from None
+
+
+def _repository(request, pk: int) -> Repository:
+    return get_object_or_404(selectors.repositories_for(projects=request_projects(request, "admin")), pk=pk)
+
+
+class RepositoryListCreateApi(APIView):
+    required_scope = "admin"
+
+    def get_queryset(self):
+        return selectors.repositories_for(projects=request_projects(self.request, "admin"))
+
+    @extend_schema(
+        operation_id="repositories_list", responses={200: s.RepositoryWebhookSecretSerializer(many=True)}
+    )
+    def get(self, request):
+        return Response(s.RepositoryWebhookSecretSerializer(self.get_queryset(), many=True).data)
+
+    @extend_schema(
+        operation_id="repositories_create",
+        request=s.RepositoryCreateInputSerializer,
+        responses={201: s.RepositoryWebhookSecretSerializer},
+    )
+    def post(self, request):
+        data = _valid(s.RepositoryCreateInputSerializer, request.data)
+        project = request_project(request, data.pop("project", None), "admin")
+        try:
+            repository = services.repository_create(project=project, **data)
+        except IntegrityError:
+            raise ApplicationError(NAME_TAKEN, field="name") from None
+        repository = self.get_queryset().get(pk=repository.pk)
+        return Response(s.RepositoryWebhookSecretSerializer(repository).data, status=status.HTTP_201_CREATED)
+
+
+class RepositoryDetailApi(APIView):
+    required_scope = "admin"
+
+    def get_object(self, pk: int) -> Repository:
+        return _repository(self.request, pk)
+
+    @extend_schema(operation_id="repositories_retrieve", responses={200: s.RepositoryWebhookSecretSerializer})
+    def get(self, request, pk: int):
+        return Response(s.RepositoryWebhookSecretSerializer(self.get_object(pk)).data)
+
+    @extend_schema(
+        operation_id="repositories_update",
+        request=s.RepositoryUpdateInputSerializer,
+        responses={200: s.RepositoryWebhookSecretSerializer},
+    )
+    def patch(self, request, pk: int):
+        repository = self.get_object(pk)
+        data = _valid(s.RepositoryUpdateInputSerializer, request.data)
+        try:
+            services.repository_update(repository=repository, **data)
+        except IntegrityError:
+            raise ApplicationError(NAME_TAKEN, field="name") from None
+        return Response(s.RepositoryWebhookSecretSerializer(self.get_object(pk)).data)
+
+    @extend_schema(operation_id="repositories_destroy", responses={204: None})
+    def delete(self, request, pk: int):
+        services.repository_delete(repository=self.get_object(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RepositorySyncApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="repositories_sync",
+        request=None,
+        responses={202: OpenApiResponse(OpenApiTypes.OBJECT, description="The sync is queued.")},
+    )
+    def post(self, request, pk: int):
+        repository = _repository(request, pk)
+        _queue_sync(repository)
+        return Response({"status": "queued", "repository": repository.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+def signature_valid(repository: Repository, body: bytes, headers) -> bool:
+    """GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body) or GitLab's X-Gitlab-Token, in constant time."""
+    secret = repository.webhook_secret.encode()
+    github = headers.get("X-Hub-Signature-256", "")
+    if github.startswith("sha256="):
+        expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(expected.encode(), github.encode())
+    gitlab = headers.get("X-Gitlab-Token")
+    if gitlab is not None:
+        return hmac.compare_digest(secret, gitlab.encode())
+    return False
+
+
+class RepositoryWebhookApi(APIView):
+    """A push event from the forge: signed with the repository's secret, it queues a sync."""
+
+    authentication_classes: list = []
+    permission_classes = [permissions.AllowAny]
+    parser_classes = [RawBodyParser]
+
+    @extend_schema(
+        operation_id="repositories_webhook",
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={202: OpenApiResponse(OpenApiTypes.OBJECT, description="The sync is queued.")},
+        auth=[],
+    )
+    def post(self, request, pk: int):
+        repository = Repository.objects.filter(pk=pk, enabled=True).first()
+        body = request.data if isinstance(request.data, bytes) else b""
+        if repository is None or not signature_valid(repository, body, request.headers):
+            return Response({"detail": BAD_SIGNATURE}, status=status.HTTP_403_FORBIDDEN)
+        _queue_sync(repository)
+        return Response({"status": "queued"}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,280 @@
+"""Writes to gitsync: connecting repositories and syncing their commits into the database."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import git
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from gitsync.models import Commit, CommitFile, Repository
+from gitsync.sources import GIT_ALLOW_PROTOCOL, validate_source
+
+logger = logging.getLogger(__name__)
+
+# git log output: one record per commit, fields split by unit separators, then -z name-status.
+_RECORD, _FIELD = "\x1e", "\x1f"
+_LOG_FORMAT = f"{_RECORD}%H{_FIELD}%an <%ae>{_FIELD}%cI{_FIELD}%B{_FIELD}"
+INSERT_BATCH = 2000
+
+
+class SyncError(Exception):
+    """A sync failed for a reason recorded on the repository (unreachable remote, corrupt clone …)."""
+
+
+@dataclass
+class SyncReport:
+    repository: str
+    status: str  # "synced", "skipped" (another sync holds the lock), "failed"
+    added: int = 0
+    removed: int = 0
+    head: str = ""
+    message: str = ""
+
+
+def _git_env() -> dict[str, str]:
+    return {
+        "GIT_ALLOW_PROTOCOL": GIT_ALLOW_PROTOCOL,
+        "GIT_TERMINAL_PROMPT": "0",  # bad credentials fail, never hang on a prompt
+        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+    }
+
+
+def clone_path(repository: Repository) -> Path:
+    digest = hashlib.sha256(f"{repository.pk}:{repository.url}".encode()).hexdigest()[:16]
+    return Path(settings.DATA_DIR) / "repos" / f"{repository.pk}-{digest}.git"
+
+
+def repository_create(*, project, name: str, url: str, branch: str = "", enabled: bool = True) -> Repository:
+    url = validate_source(url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+    return Repository.objects.create(
+        project=project, name=name, url=url, branch=branch.strip(), enabled=enabled
+    )
+
+
+def repository_update(*, repository: Repository, **fields) -> Repository:
+    if "url" in fields:
+        fields["url"] = validate_source(fields["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+    changed_source = any(
+        fields.get(k, getattr(repository, k)) != getattr(repository, k) for k in ("url", "branch")
+    )
+    for key, value in fields.items():
+        setattr(repository, key, value)
+    with transaction.atomic():
+        repository.save()
+        if changed_source:  # another remote or branch: its history replaces the old one at the next sync
+            repository.commits.all().delete()
+            Repository.objects.filter(pk=repository.pk).update(last_synced_commit="")
+    return repository
+
+
+def repository_delete(*, repository: Repository) -> None:
+    path = clone_path(repository)
+    repository.delete()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _open_clone(repository: Repository) -> git.Repo:
+    path = clone_path(repository)
+    env = _git_env()
+    if (path / "HEAD").exists():
+        clone = git.Repo(path)
+        with clone.git.custom_environment(**env):
+            clone.git.fetch("--prune", "--filter=blob:none", "origin", "+refs/heads/*:refs/heads/*")
+        return clone
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    options = ["--filter=blob:none", "--quiet"]
+    if repository.url.startswith("/"):
+        options.append("--no-local")  # copy, never hard-link, another repository's objects
+    # validate_source has refused anything starting with '-', so the URL cannot pass for an option.
+    git.Repo.clone_from(repository.url, tmp, bare=True, multi_options=options, env=env)
+    tmp.rename(path)
+    return git.Repo(path)
+
+
+def _read_branch(
+    repository: Repository, full: bool, now: datetime
+) -> tuple[git.Repo, str, set[str], set[str]]:
+    """(clone, head, every sha on the branch, the shas to hold); a broken clone is made again once."""
+    for attempt in (1, 2):
+        try:
+            clone = _open_clone(repository)
+            ref = _branch_ref(clone, repository.branch)
+            head = clone.git.rev_parse(ref)
+            reachable = set(clone.git.rev_list(ref).split())
+            if full:
+                wanted = reachable
+            else:
+                since = now - timedelta(days=settings.CONTEXTFORGE_GIT_HISTORY_DAYS)
+                wanted = set(clone.git.rev_list(ref, f"--since={since.isoformat()}").split())
+            return clone, head, reachable, wanted
+        except (
+            git.GitCommandError,
+            git.InvalidGitRepositoryError,
+            git.NoSuchPathError,
+            SyncError,
+            ValueError,
+        ):
+            path = clone_path(repository)
+            if attempt == 2 or not path.exists():
+                raise
+            logger.info("clone of repository %s looks broken; cloning it again", repository.pk)
+            shutil.rmtree(path, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def _branch_ref(clone: git.Repo, branch: str) -> str:
+    if branch:
+        ref = f"refs/heads/{branch}"
+    else:
+        ref = clone.git.symbolic_ref("HEAD")  # a bare clone's HEAD is the remote's default branch
+    try:
+        clone.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        raise SyncError(f"No branch {ref.removeprefix('refs/heads/')!r} in the repository.") from None
+    return ref
+
+
+def _parse_log(output: str, shas: set[str]):
+    """(Commit fields, [(change type, path, old path)]) for each commit record of ``git log -z``."""
+    for record in output.split(_RECORD)[1:]:
+        sha, author, date, rest = record.split(_FIELD, 3)
+        message, _, status = rest.partition(_FIELD)
+        tokens = status.lstrip("\n\x00").split("\x00")
+        files = []
+        i = 0
+        while i < len(tokens) and tokens[i]:
+            kind = tokens[i].strip()[:1]
+            if kind in ("R", "C"):
+                files.append((kind, tokens[i + 2], tokens[i + 1]))
+                i += 3
+            else:
+                files.append((kind, tokens[i + 1], ""))
+                i += 2
+        if sha in shas:
+            yield (
+                {
+                    "sha": sha,
+                    "author": author[:300],
+                    "committed_at": parse_datetime(date),
+                    "message": message.strip(),
+                },
+                files,
+            )
+
+
+def _lock(repository_id: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [0x6769, repository_id])
+        return cursor.fetchone()[0]
+
+
+def _unlock(repository_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [0x6769, repository_id])
+
+
+def repository_sync(*, repository: Repository, full: bool = False, now: datetime | None = None) -> SyncReport:
+    """Fetch the repository and bring its commits in the database level with its branch.
+
+    Idempotent. Commits no longer on the branch (a force push, a rebase) are removed, so they never
+    count as live. Never two syncs of one repository at once: a second one is skipped. A failure is
+    recorded on the repository and reported, never raised.
+    """
+    report = SyncReport(repository=repository.name, status="synced")
+    if not _lock(repository.pk):
+        report.status, report.message = "skipped", "another sync of this repository is running"
+        return report
+    now = now or timezone.now()
+    try:
+        clone, head, reachable, wanted = _read_branch(repository, full, now)
+        stored = dict(Commit.objects.filter(repository=repository).values_list("sha", "id"))
+        gone = [pk for sha, pk in stored.items() if sha not in reachable]
+        new = wanted - stored.keys()
+        with transaction.atomic():
+            if gone:
+                Commit.objects.filter(pk__in=gone).delete()
+            if new:
+                report.added = _ingest(clone, repository, new)
+            Repository.objects.filter(pk=repository.pk).update(
+                last_synced_commit=head, last_success_at=now, last_attempt_at=now, last_error=""
+            )
+        report.removed, report.head = len(gone), head
+    except (
+        git.GitCommandError,
+        git.InvalidGitRepositoryError,
+        git.NoSuchPathError,
+        SyncError,
+        OSError,
+    ) as exc:
+        message = _error_text(exc)
+        logger.warning("sync of repository %s (%s) failed: %s", repository.pk, repository.name, message)
+        Repository.objects.filter(pk=repository.pk).update(last_error=message, last_attempt_at=now)
+        report.status, report.message = "failed", message
+    finally:
+        _unlock(repository.pk)
+    repository.refresh_from_db()
+    return report
+
+
+def _ingest(clone: git.Repo, repository: Repository, shas: set[str]) -> int:
+    output = _git_log_stdin(clone, shas)
+    commits, files = [], []
+    for fields, touched in _parse_log(output, shas):
+        commit = Commit(repository=repository, **fields)
+        commits.append(commit)
+        files.append(touched)
+    Commit.objects.bulk_create(commits, batch_size=INSERT_BATCH)
+    rows = [
+        CommitFile(commit=commit, change_type=kind, path=path[:1000], old_path=old[:1000])
+        for commit, touched in zip(commits, files, strict=True)
+        for kind, path, old in touched
+    ]
+    CommitFile.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+    return len(commits)
+
+
+def _git_log_stdin(clone: git.Repo, shas: set[str]) -> str:
+    # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold.
+    result = subprocess.run(
+        [
+            "git",
+            "log",
+            "--no-walk=unsorted",
+            "--stdin",
+            f"--format={_LOG_FORMAT}",
+            "--name-status",
+            "-z",
+            "-M100%",
+            "--no-abbrev",
+        ],
+        input="\n".join(sorted(shas)) + "\n",
+        cwd=clone.git_dir,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_git_env()},
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SyncError(result.stderr.strip() or "git log failed")
+    return result.stdout
+
+
+def _error_text(exc: Exception) -> str:
+    if isinstance(exc, git.GitCommandError):
+        lines = [line.strip() for line in str(exc.stderr or exc).splitlines() if line.strip()]
+        detail = " ".join(lines)[-500:] or str(exc)
+        return f"git failed: {detail.removeprefix('stderr:').strip()}"
+    return str(exc)[:500] or type(exc).__name__

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from gitsync import views
+
+app_name = "gitsync"
+
+urlpatterns = [
+    path("", views.repository_list, name="repositories"),
+    path("<int:pk>/", views.repository_detail, name="repository"),
+]

@@ -1,0 +1,48 @@
+"""Real git repositories made by the tests, with commits dated where the test needs them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+
+class GitRepo:
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.email", "dev@example.com")
+        self.git("config", "user.name", "Dev")
+
+    def git(self, *args: str, env: dict | None = None) -> str:
+        return subprocess.run(
+            ["git", *args],
+            cwd=self.path,
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        ).stdout.strip()
+
+    def commit(self, message: str, files: dict[str, str], *, days_ago: float = 0) -> str:
+        for name, text in files.items():
+            target = self.path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            self.git("add", name)
+        return self._commit(message, days_ago)
+
+    def rename(self, old: str, new: str, *, days_ago: float = 0) -> str:
+        (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+        self.git("mv", old, new)
+        return self._commit(f"Move {old} to {new}", days_ago)
+
+    def _commit(self, message: str, days_ago: float) -> str:
+        stamp = (datetime.now(UTC) - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        self.git("commit", "-q", "-m", message, env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+        return self.git("rev-parse", "HEAD")
+
+    def count(self, *args: str) -> int:
+        return int(self.git("rev-list", "--count", *args, "main"))

@@ -1,0 +1,149 @@
+"""Syncing real git repositories: counts, horizon, renames, rewrites, failures, idempotency, locking."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+from django.utils import timezone
+
+from gitsync import selectors, services
+from gitsync.models import Commit, CommitFile
+from tests.gitsync.gitrepo import GitRepo
+
+pytestmark = pytest.mark.django_db
+
+
+def connect(cast, repo: GitRepo, name: str = "app", **kwargs):
+    return services.repository_create(project=cast.project, name=name, url=str(repo.path), **kwargs)
+
+
+def live(cast) -> frozenset[str]:
+    since = timezone.now() - timedelta(days=30)
+    return selectors.live_paths(project_ids=[cast.project.pk], since=since).get(cast.project.pk, frozenset())
+
+
+def test_a_first_sync_ingests_the_history_horizon_and_matches_rev_list(cast, source):
+    repository = connect(cast, source)
+    report = services.repository_sync(repository=repository)
+    assert report.status == "synced"
+    horizon = (timezone.now() - timedelta(days=180)).isoformat()
+    assert report.added == source.count(f"--since={horizon}") == 3
+    assert repository.last_synced_commit == source.git("rev-parse", "HEAD")
+    assert repository.last_success_at is not None and repository.last_error == ""
+
+
+def test_full_ingests_every_commit(cast, source):
+    repository = connect(cast, source)
+    assert services.repository_sync(repository=repository, full=True).added == source.count() == 4
+
+
+def test_syncing_twice_adds_nothing(cast, source):
+    repository = connect(cast, source)
+    services.repository_sync(repository=repository)
+    before = (Commit.objects.count(), CommitFile.objects.count())
+    again = services.repository_sync(repository=repository)
+    assert (again.added, again.removed) == (0, 0)
+    assert (Commit.objects.count(), CommitFile.objects.count()) == before
+
+
+def test_new_commits_are_picked_up_by_the_next_sync(cast, source):
+    repository = connect(cast, source)
+    services.repository_sync(repository=repository)
+    source.commit("Jobs", {"jobs/worker.py": "run()\n"})
+    assert services.repository_sync(repository=repository).added == 1
+    assert "jobs/worker.py" in live(cast)
+
+
+def test_live_paths_are_the_files_touched_in_the_last_thirty_days(cast, source):
+    services.repository_sync(repository=connect(cast, source), full=True)
+    assert live(cast) == {"src/lib/auth.ts", "app/views.py", "README.md"}
+
+
+def test_a_disabled_repository_makes_nothing_live(cast, source):
+    repository = connect(cast, source)
+    services.repository_sync(repository=repository)
+    services.repository_update(repository=repository, enabled=False)
+    assert live(cast) == frozenset()
+
+
+def test_a_rename_is_recorded_with_both_paths(cast, source):
+    source.rename("src/lib/auth.ts", "src/auth/tokens.ts")
+    services.repository_sync(repository=connect(cast, source))
+    renamed = CommitFile.objects.get(change_type="R")
+    assert (renamed.old_path, renamed.path) == ("src/lib/auth.ts", "src/auth/tokens.ts")
+
+
+def test_a_force_push_leaves_no_dropped_commit_live(cast, source):
+    repository = connect(cast, source)
+    source.commit("Experiment", {"experiments/spike.py": "try()\n"})
+    services.repository_sync(repository=repository)
+    assert "experiments/spike.py" in live(cast)
+    source.git("reset", "--hard", "HEAD~1")  # history rewritten, as a force push does
+    source.commit("Rewritten", {"src/lib/other.ts": "1\n"})
+    report = services.repository_sync(repository=repository)
+    assert report.removed == 1 and report.added == 1
+    assert "experiments/spike.py" not in live(cast) and "src/lib/other.ts" in live(cast)
+    assert Commit.objects.filter(repository=repository).count() == source.count(
+        f"--since={(timezone.now() - timedelta(days=180)).isoformat()}"
+    )
+
+
+def test_a_broken_remote_is_recorded_and_does_not_stop_the_others(cast, source, roots, capsys):
+    good = connect(cast, source)
+    missing = services.repository_create(project=cast.project, name="gone", url=str(roots / "nope"))
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("sync_repos")
+    assert exit_info.value.code == 1
+    out = capsys.readouterr().out
+    assert "failed" in out and "2 repositories: 1 ok, 1 failed." in out
+    missing.refresh_from_db()
+    good.refresh_from_db()
+    assert missing.last_error and missing.last_success_at is None
+    assert good.last_error == "" and Commit.objects.filter(repository=good).count() == 3
+
+
+def test_a_corrupt_clone_is_thrown_away_and_cloned_again(cast, source):
+    repository = connect(cast, source)
+    services.repository_sync(repository=repository)
+    clone = services.clone_path(repository)
+    for path in (clone / "objects").rglob("*"):
+        if path.is_file():
+            path.chmod(0o644)
+            path.write_bytes(b"garbage")
+    source.commit("After the damage", {"jobs/worker.py": "run()\n"})
+    report = services.repository_sync(repository=repository)
+    assert report.status == "synced" and report.added == 1
+    assert source.git("rev-parse", "HEAD") == repository.last_synced_commit
+
+
+def test_a_corrupt_source_repository_is_recorded_as_the_error(cast, source):
+    repository = connect(cast, source)
+    for path in (source.path / ".git" / "objects").rglob("*"):
+        if path.is_file():
+            path.chmod(0o644)
+            path.write_bytes(b"garbage")
+    report = services.repository_sync(repository=repository)
+    assert report.status == "failed"
+    assert repository.last_error and repository.last_success_at is None
+
+
+def test_the_command_syncs_one_repository_by_name_and_full(cast, source, capsys):
+    connect(cast, source)
+    call_command("sync_repos", "--repo", "app", "--full")
+    assert "+4 commits" in capsys.readouterr().out
+
+
+def test_a_second_sync_of_the_same_repository_is_skipped_while_one_runs(cast, source):
+    repository = connect(cast, source)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:  # another process holds the repository's sync lock
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [0x6769, repository.pk])
+        report = services.repository_sync(repository=repository)
+        assert report.status == "skipped" and Commit.objects.count() == 0
+    finally:
+        other.close()
+    assert services.repository_sync(repository=repository).status == "synced"
