@@ -76,6 +76,9 @@ def _reset_celery_connections() -> None:
         celery_app._pool.force_close_all()
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
+    from kombu import pools
+
+    pools.reset()  # kombu keeps its own producer pools per connection, closed by a worker's shutdown
 
 
 @pytest.fixture
