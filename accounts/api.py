@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 
 from accounts.models import Project
@@ -12,9 +13,9 @@ from accounts.selectors import projects_for
 from contextforge.api import ApplicationError
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
-PROJECT_UNKNOWN = "No project '{slug}' that this key may {scope} in."
-PROJECT_REQUIRED = "This key reaches several projects: name one with 'project'."
-ROLE_FORBIDS = "Your role in project '{slug}' does not allow '{scope}'."
+PROJECT_UNKNOWN = _("No project '{slug}' that this key may {scope} in.")
+PROJECT_REQUIRED = _("This key reaches several projects: name one with 'project'.")
+ROLE_FORBIDS = _("Your role in project '{slug}' does not allow '{scope}'.")
 
 
 def request_projects(request, scope: str = "read") -> QuerySet[Project]:

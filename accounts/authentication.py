@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from accounts.services import api_key_authenticate
 
-MISSING_KEY = "Authentication required: send 'Authorization: Bearer <API key>'."
-INVALID_KEY = "Unknown or revoked API key."
+MISSING_KEY = _("Authentication required: send 'Authorization: Bearer <API key>'.")
+INVALID_KEY = _("Unknown or revoked API key.")
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

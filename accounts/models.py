@@ -3,18 +3,19 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    VIEWER = "viewer", "Viewer"
-    MEMBER = "member", "Member"
-    ADMIN = "admin", "Admin"
+    VIEWER = "viewer", _("Viewer")
+    MEMBER = "member", _("Member")
+    ADMIN = "admin", _("Admin")
 
 
 class Scope(models.TextChoices):
-    READ = "read", "Read"
-    WRITE = "write", "Write"
-    ADMIN = "admin", "Admin"
+    READ = "read", _("Read")
+    WRITE = "write", _("Write")
+    ADMIN = "admin", _("Admin")
 
 
 # What each role may do; an API key may do what both its scopes and its owner's role allow.
@@ -72,8 +73,10 @@ class ApiKey(models.Model):
     )
     name = models.CharField(max_length=100)
     scopes = ArrayField(models.CharField(max_length=10, choices=Scope.choices), default=list)
-    prefix = models.CharField(max_length=20, help_text="The first characters of the secret, shown in lists.")
-    hashed_secret = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret.")
+    prefix = models.CharField(
+        max_length=20, help_text=_("The first characters of the secret, shown in lists.")
+    )
+    hashed_secret = models.CharField(max_length=64, unique=True, help_text=_("SHA-256 of the secret."))
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -82,7 +85,7 @@ class ApiKey(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "API key"
+        verbose_name = _("API key")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

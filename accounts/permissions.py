@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, permissions
 
 from accounts.models import ApiKey
 
-MISSING_SCOPE = "This API key lacks the '{scope}' scope."
+MISSING_SCOPE = _("This API key lacks the '{scope}' scope.")
 
 SAFE_SCOPE = "read"
 UNSAFE_SCOPE = "write"

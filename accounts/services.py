@@ -8,12 +8,13 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ApiKey, Membership, Project, Role, Scope
 
 SECRET_PREFIX = "cf_live_"
-INVALID_SCOPES = "Unknown scope(s): {scopes}. Use read, write and admin."
-NO_SCOPES = "Give the key at least one scope."
+INVALID_SCOPES = _("Unknown scope(s): {scopes}. Use read, write and admin.")
+NO_SCOPES = _("Give the key at least one scope.")
 
 
 def hash_secret(secret: str) -> str:

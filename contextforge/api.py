@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -13,6 +14,8 @@ class ApplicationError(Exception):
     """A domain error with a message meant for the caller, and optionally the field it concerns."""
 
     def __init__(self, message: str, *, field: str | None = None, status_code: int = 400):
+        # Translated now, in the language of the request that raised it (a constant may be lazy).
+        message = str(message)
         super().__init__(message)
         self.message = message
         self.field = field
@@ -30,7 +33,7 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound()
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(exc, exceptions.ParseError):
-        response.data = {"detail": f"Invalid JSON: {exc.detail}"}
+        response.data = {"detail": _("Invalid JSON: %(detail)s") % {"detail": exc.detail}}
     if response is not None and isinstance(response.data, list):
         response.data = {"non_field_errors": response.data}
     if response is not None and response.status_code == status.HTTP_401_UNAUTHORIZED:
@@ -77,16 +80,16 @@ def _json_error(request, status_code: int, message: str, fallback):
 def handler404(request, exception=None):
     from django.views import defaults
 
-    return _json_error(request, 404, "Not found.", None) or defaults.page_not_found(request, exception)
+    return _json_error(request, 404, _("Not found."), None) or defaults.page_not_found(request, exception)
 
 
 def handler500(request):
     from django.views import defaults
 
-    return _json_error(request, 500, "Server error.", None) or defaults.server_error(request)
+    return _json_error(request, 500, _("Server error."), None) or defaults.server_error(request)
 
 
 def handler400(request, exception=None):
     from django.views import defaults
 
-    return _json_error(request, 400, "Bad request.", None) or defaults.bad_request(request, exception)
+    return _json_error(request, 400, _("Bad request."), None) or defaults.bad_request(request, exception)

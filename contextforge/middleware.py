@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.utils.translation import gettext as _
 
 # These answer to API keys, webhooks' signatures or nobody; the admin has its own login.
 LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
@@ -25,7 +26,7 @@ class RejectNulMiddleware:
         if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
             from django.http import HttpResponseBadRequest, JsonResponse
 
-            message = "The query string must not contain NUL characters."
+            message = _("The query string must not contain NUL characters.")
             if request.path.startswith("/api/"):
                 return JsonResponse({"detail": message}, status=400)
             return HttpResponseBadRequest(message)

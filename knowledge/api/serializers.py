@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from knowledge.models import KnowledgeItem
 
-NOT_A_STRING = "Must be a string."
+NOT_A_STRING = _("Must be a string.")
 
 
 class StrictCharField(serializers.CharField):
@@ -18,7 +19,7 @@ class StrictCharField(serializers.CharField):
             self.fail("nul")
         return super().to_internal_value(data)
 
-    default_error_messages = {"invalid": NOT_A_STRING, "nul": "Must not contain NUL characters."}
+    default_error_messages = {"invalid": NOT_A_STRING, "nul": _("Must not contain NUL characters.")}
 
 
 TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."

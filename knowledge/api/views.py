@@ -4,6 +4,7 @@ import json
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import parsers, serializers, status
@@ -19,8 +20,8 @@ from knowledge.ranking import SearchFilters, search
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
-IMPORT_TOO_LARGE = "The import body is larger than {max} bytes."
-SEARCH_UNAVAILABLE = "Search is unavailable: the embedding model cannot be loaded."
+IMPORT_TOO_LARGE = _("The import body is larger than {max} bytes.")
+SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 
 COMMON_ERRORS = {400: FIELD_ERRORS, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
 
@@ -110,7 +111,7 @@ class SearchApi(APIView):
     def post(self, request):
         data = _valid(s.SearchInputSerializer, request.data)
         if not data["query"].strip():
-            raise ApplicationError("The query must not be blank.", field="query")
+            raise ApplicationError(_("The query must not be blank."), field="query")
         slug = data.get("project")
         projects = [request_project(request, slug, "read")] if slug else request_projects(request)
         filters = SearchFilters(tags=tuple(data.get("filters", {}).get("tags", [])))
@@ -176,7 +177,7 @@ class ItemImportApi(APIView):
             default = None
         body = request.data if isinstance(request.data, bytes) else b""
         if not body.strip():
-            raise ApplicationError("The import body is empty.", field="body")
+            raise ApplicationError(_("The import body is empty."), field="body")
         report = services.items_import(
             records=services.parse_import_body(body),
             default_project=default,
@@ -208,7 +209,7 @@ class ItemExportApi(APIView):
 
 def _valid(serializer_class, data) -> dict:
     if not isinstance(data, dict):
-        raise ApplicationError("The body must be a JSON object.", field="body")
+        raise ApplicationError(_("The body must be a JSON object."), field="body")
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
