@@ -5,6 +5,7 @@ import hmac
 
 from django.db import IntegrityError
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, status
@@ -19,15 +20,17 @@ from gitsync.models import Repository
 from gitsync.tasks import sync_repository
 from knowledge.api.views import RawBodyParser, _valid
 
-NAME_TAKEN = "The project has a repository of that name already."
-BAD_SIGNATURE = "The webhook signature does not match."
+NAME_TAKEN = _("The project has a repository of that name already.")
+BAD_SIGNATURE = _("The webhook signature does not match.")
 
 
 def _queue_sync(repository: Repository) -> None:
     try:
         sync_repository.delay(repository.pk)
     except Exception as exc:  # the broker is down; beat will sync it later
-        raise ApplicationError(f"Could not queue the sync: {exc}", status_code=503) from None
+        raise ApplicationError(
+            _("Could not queue the sync: {error}").format(error=exc), status_code=503
+        ) from None
 
 
 def _repository(request, pk: int) -> Repository:
