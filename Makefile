@@ -21,11 +21,12 @@ run: install
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py serve
 
-# The test suite needs a browser (Debian's chromium) and git; as root it installs what is missing.
+# The test suite needs a browser (Debian's chromium), git and gettext (the i18n catalog check runs
+# makemessages); as root it installs what is missing.
 system-deps:
-	@command -v chromium >/dev/null && command -v git >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium git >/dev/null; \
-	  else echo "Install Debian's chromium and git (sudo apt-get install chromium git)"; exit 1; fi; }
+	@command -v chromium >/dev/null && command -v git >/dev/null && command -v msgmerge >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium git gettext >/dev/null; \
+	  else echo "Install Debian's chromium, git and gettext (sudo apt-get install chromium git gettext)"; exit 1; fi; }
 
 test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
