@@ -1,8 +1,10 @@
-"""`make bench`: the search benchmark at each size, each in its own database on the embedded server.
+"""`make bench`: the search benchmark at each size, then the git sync benchmark, each in its own
+database on the embedded server (``--only search`` or ``--only gitsync`` runs one of them).
 
 Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
-the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula.
+the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula,
+git full ingest against `git log --name-status -M` over the same history (see bench/gitsync.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--real", type=int, default=2000, help="Items really embedded through the import path."
     )
-    parser.add_argument("--quick", action="store_true", help="A smoke run: 2,000 items, 500 real.")
+    parser.add_argument(
+        "--quick", action="store_true", help="A smoke run: 2,000 items, 500 real, 500 commits."
+    )
+    parser.add_argument("--only", choices=("search", "gitsync"), help="Run one benchmark (default: both).")
+    parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
+    parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
     args = parser.parse_args(argv)
     sizes = [2000] if args.quick else [int(s) for s in args.sizes.split(",")]
     real = 500 if args.quick else args.real
@@ -36,7 +43,7 @@ def main(argv=None) -> int:
     from contextforge.embedded_db import ensure_embedded_database
 
     results = []
-    for size in sizes:
+    for size in [] if args.only == "gitsync" else sizes:
         name = f"bench_{size}"
         url = ensure_embedded_database(data_dir, name=name)
         import psycopg
@@ -69,8 +76,43 @@ def main(argv=None) -> int:
         result["wall_s"] = time.perf_counter() - started
         results.append(result)
         print_result(result)
-    (results_dir / "search.json").write_text(json.dumps(results, indent=2))
+    if args.only != "gitsync":
+        (results_dir / "search.json").write_text(json.dumps(results, indent=2))
+    if args.only != "search":
+        run_gitsync(data_dir, results_dir, commits=500 if args.quick else args.commits, repo=args.repo)
     return 0
+
+
+def run_gitsync(data_dir: Path, results_dir: Path, *, commits: int, repo: str | None) -> dict:
+    import psycopg
+
+    from contextforge.embedded_db import ensure_embedded_database
+
+    name = "bench_gitsync"
+    ensure_embedded_database(data_dir, name=name)
+    with psycopg.connect(
+        host=str(data_dir / "pgdata"), user="postgres", dbname="postgres", autocommit=True
+    ) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    url = ensure_embedded_database(data_dir, name=name)
+    out = results_dir / "gitsync.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+        "CONTEXTFORGE_GIT_LOCAL_ROOTS": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.gitsync", "--commits", str(commits), "--json", str(out)]
+    if repo:
+        local = "://" not in repo and "@" not in repo.split("/")[0]
+        command += ["--repo", str(Path(repo).expanduser().resolve()) if local else repo]
+    started = time.perf_counter()
+    subprocess.run(command, env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    result["wall_s"] = time.perf_counter() - started
+    out.write_text(json.dumps(result, indent=2))
+    print(f"  (git sync benchmark wall time {result['wall_s']:.1f} s)")
+    return result
 
 
 def print_result(r: dict) -> None:
