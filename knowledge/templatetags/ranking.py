@@ -12,7 +12,8 @@ register = template.Library()
 
 @register.filter
 def percent(value: float, digits: int = 1) -> str:
-    return f"{number_format(value * 100, digits)}%"
+    # number_format truncates the digits it drops; round first so 14.99 % reads 15.0 %.
+    return f"{number_format(round(value * 100, digits), digits)}%"
 
 
 @register.filter

@@ -44,5 +44,5 @@ def sign_in(page, live_server, username: str, password: str = "correct horse bat
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
-    page.click("button[type=submit]")
+    page.click("main form button[type=submit]")  # the header's language form has one too
     page.wait_for_url(f"{live_server.url}/dashboard/")

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -67,7 +68,10 @@ def new_key(user, *, scopes=("read", "write"), project=None) -> str:
 
 
 def run(coro):
-    return asyncio.run(coro)
+    """Run an MCP client session to completion, on its own thread: when the browser tests ran first,
+    Playwright's sync API has left an event loop running in this one, and asyncio.run refuses that."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 @asynccontextmanager
