@@ -178,6 +178,24 @@ def test_export_streams_json_lines_that_import_reads_back_unchanged(cast, api_fo
     assert strip(re_exported) == strip(exported)
 
 
+def test_an_import_of_many_batches_stores_every_items_own_embedding(cast, api_for, embedder, monkeypatch):
+    # The model embeds one batch while the database stores the one before: each stored vector must be
+    # the finished embedding of its own item's text, whatever the timing.
+    from knowledge import services
+
+    monkeypatch.setattr(services, "IMPORT_BATCH", 3)
+    client = api_for(cast.owner, scopes=["read", "write", "admin"], project=cast.project)
+    records = [{"title": f"Note {n}", "content": f"Fact number {n} about service {n * 7}."} for n in range(11)]
+    body = "\n".join(json.dumps(r) for r in records)
+    report = client.post("/api/v1/items/import/", body, content_type="application/x-ndjson").json()
+    assert (report["created"], report["pending"], report["failed"]) == (11, 0, 0)
+    stored = {i.title: i.embedding for i in KnowledgeItem.objects.filter(project=cast.project)}
+    expected = embedder.encode([f"{r['title']}\n{r['content']}" for r in records], normalize_embeddings=True)
+    for record, vector in zip(records, expected, strict=True):
+        assert stored[record["title"]] is not None
+        assert float(stored[record["title"]] @ vector) > 0.999, record["title"]
+
+
 def test_import_accepts_a_json_array(cast, api_for):
     client = api_for(cast.owner, project=cast.project)
     body = json.dumps([{"title": "A", "content": "a"}, {"title": "B", "content": "b"}])
