@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,7 +37,7 @@ NUL_CHARACTER = "Must not contain NUL characters."
 PROJECT_UNKNOWN = "No project {slug!r} that you may write to."
 
 
-def _clean_tags(tags) -> list[str]:
+def clean_tags(tags) -> list[str]:
     if tags is None:
         return []
     if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
@@ -72,7 +73,7 @@ def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
         if isinstance(value, str) and "\x00" in value:
             errors[name] = NUL_CHARACTER
     try:
-        tags = _clean_tags(tags)
+        tags = clean_tags(tags)
     except ValidationError as exc:
         errors.update({k: v[0] for k, v in exc.message_dict.items()})
     if errors:
@@ -186,6 +187,16 @@ def item_delete(*, item: KnowledgeItem) -> None:
     item.delete()
 
 
+def item_archive(*, item: KnowledgeItem) -> None:
+    """Take ``item`` out of memory without touching anything else it holds (see item_restore)."""
+    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=timezone.now())
+
+
+def item_restore(*, item: KnowledgeItem) -> None:
+    """Bring an archived item back to memory as it was: same text, tags, timestamps and embedding."""
+    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
+
+
 def items_embed(*, item_ids: Iterable[int]) -> int:
     """Embed the pending items among ``item_ids``; returns how many were embedded."""
     done = 0
@@ -270,6 +281,17 @@ def items_import(
     report = ImportReport()
     batch: list[tuple[int, KnowledgeItem]] = []
     seen: set[tuple[int, str]] = set()
+    # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
+    # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
+    pool = ThreadPoolExecutor(max_workers=1)
+    embedding: tuple[list[KnowledgeItem], Future] | None = None
+
+    def flush() -> None:
+        nonlocal embedding
+        fresh = _fresh_items(batch, report)
+        previous, embedding = embedding, ((fresh, pool.submit(_embed_into, fresh)) if fresh else None)
+        if previous:
+            _write_items(*previous, report)
 
     def fail(number: int, exc: ValidationError) -> None:
         report.failed += 1
@@ -293,10 +315,14 @@ def items_import(
         seen.add(key)
         batch.append((number, item))
         if len(batch) >= IMPORT_BATCH:
-            _import_batch(batch, report)
+            flush()
             batch = []
-    if batch:
-        _import_batch(batch, report)
+    try:
+        flush()
+        if embedding:
+            _write_items(*embedding, report)
+    finally:
+        pool.shutdown()
     return report
 
 
@@ -343,7 +369,10 @@ def _import_record(value, default_project, projects_by_slug, created_by) -> Know
     return item
 
 
-def _import_batch(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) -> None:
+def _fresh_items(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) -> list[KnowledgeItem]:
+    """The items of ``batch`` that the database does not hold yet; the others are reported skipped."""
+    if not batch:
+        return []
     existing = set(
         KnowledgeItem.objects.filter(
             project_id__in={item.project_id for _, item in batch},
@@ -357,9 +386,11 @@ def _import_batch(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) 
             report.skipped_lines.append(number)
         else:
             fresh.append(item)
-    if not fresh:
-        return
-    embedded = _embed_into(fresh)
+    return fresh
+
+
+def _write_items(fresh: list[KnowledgeItem], embedding: Future, report: ImportReport) -> None:
+    embedded = embedding.result()  # the vectors are in the items only once the model is done with them
     with transaction.atomic():
         KnowledgeItem.objects.bulk_create(fresh, batch_size=IMPORT_BATCH)
         if not embedded:
