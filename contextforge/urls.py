@@ -8,6 +8,7 @@ from contextforge import views
 api_v1 = [
     path("", include("knowledge.api.urls")),
     path("", include("gitsync.api.urls")),
+    path("", include("tasks.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]
@@ -22,6 +23,7 @@ urlpatterns = [
     path("dashboard/", include("knowledge.urls")),
     path("dashboard/keys/", include("accounts.urls")),
     path("dashboard/repositories/", include("gitsync.urls")),
+    path("dashboard/tasks/", include("tasks.urls")),
 ]
 
 handler400 = "contextforge.api.handler400"

@@ -14,7 +14,8 @@ TEST_TAG = "test"
 
 class KnowledgeItemQuerySet(models.QuerySet):
     def in_projects(self, projects) -> KnowledgeItemQuerySet:
-        return self.filter(project__in=projects)
+        """The items of ``projects`` that are in memory: an item moved to tasks (archived) is not."""
+        return self.filter(project__in=projects, archived_at__isnull=True)
 
     def with_tags(self, tags: list[str] | None) -> KnowledgeItemQuerySet:
         """Items carrying any of ``tags``; with no tags, everything but test fixtures."""
@@ -55,6 +56,9 @@ class KnowledgeItem(models.Model):
     )
     created_at = models.DateTimeField(editable=False)
     updated_at = models.DateTimeField(editable=False)
+    # Set when the item left memory (a wish moved to tasks): out of every list and search, kept
+    # unchanged otherwise so that undoing the move brings it back exactly as it was.
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = KnowledgeItemQuerySet.as_manager()
 

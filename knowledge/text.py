@@ -39,3 +39,12 @@ def extract_references(*texts: str) -> list[str]:
 def is_proposal(*texts: str) -> bool:
     """Whether any of ``texts`` (title, content) starts, after whitespace, with a proposal marker."""
     return any(text.lstrip().startswith(PROPOSAL_MARKERS) for text in texts)
+
+
+def without_marker(text: str) -> str:
+    """``text`` without its leading proposal marker (``"TODO: rotate keys"`` → ``"rotate keys"``)."""
+    stripped = text.lstrip()
+    for marker in PROPOSAL_MARKERS:
+        if stripped.startswith(marker):
+            return stripped[len(marker) :].strip()
+    return text

@@ -20,6 +20,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from gitsync import services as git_services
+from tasks import services as task_services
 from tests.gitsync.gitrepo import GitRepo
 from tests.knowledge.factories import make_item
 
@@ -240,6 +241,8 @@ STORED_DATA = (
     "Shorter token lifetime",
     "src/lib/auth.ts",
     "ContextForge",
+    "Rotate tokens",
+    "Hourly rotation",
 )
 
 
@@ -289,7 +292,15 @@ def memory(cast, tmp_path, settings):
     repository = git_services.repository_create(project=cast.project, name="backend", url=str(source.path))
     source.commit("Shorter token lifetime", {"src/lib/auth.ts": "export const sign = 2\n"}, days_ago=1)
     git_services.repository_sync(repository=repository)
-    return {"fact": fact, "repository": repository}
+    task = task_services.task_create(
+        project=cast.project,
+        title="Rotate tokens",
+        priority="high",
+        due_date=timezone.localdate(),
+        tags=["auth"],
+    )
+    task_services.comment_create(task=task, author=cast.owner, text="Hourly rotation")
+    return {"fact": fact, "repository": repository, "task": task}
 
 
 def dashboard_urls(memory) -> list[str]:
@@ -312,6 +323,8 @@ def dashboard_urls(memory) -> list[str]:
         reverse("dashboard:items") + "?tag=auth",
         reverse("dashboard:search") + "?q=token+signing",
         reverse("gitsync:repository", args=[memory["repository"].pk]),
+        reverse("tasks:task", args=[memory["task"].pk]),
+        reverse("tasks:edit", args=[memory["task"].pk]),
     ]
     return urls
 
@@ -349,6 +362,11 @@ def test_every_dashboard_page_renders_in_spanish_without_an_english_phrase_left(
         assert unwrapped == [], f"{url} shows the same English in both languages: {unwrapped}"
         checked.add(url.split("?")[0])
     expected = {"/dashboard/", "/dashboard/items/", "/dashboard/search/", "/dashboard/help/ranking"}
+    expected |= {
+        reverse("tasks:board"),
+        reverse("tasks:wishes"),
+        reverse("tasks:task", args=[memory["task"].pk]),
+    }
     assert expected | {reverse("keys:list"), reverse("login"), reverse("gitsync:repositories")} <= checked
 
 

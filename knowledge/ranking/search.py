@@ -129,7 +129,7 @@ def search(
         query_vector = embeddings.embed_query(query)
     embed_ms = (time.perf_counter() - started) * 1000
 
-    scope = KnowledgeItem.objects.filter(project_id__in=project_ids)
+    scope = KnowledgeItem.objects.in_projects(project_ids)
     candidates_qs = scope.embedded().with_tags(list(filters.tags))
     candidates = None
     strategy = EXACT

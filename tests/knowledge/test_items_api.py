@@ -185,7 +185,9 @@ def test_an_import_of_many_batches_stores_every_items_own_embedding(cast, api_fo
 
     monkeypatch.setattr(services, "IMPORT_BATCH", 3)
     client = api_for(cast.owner, scopes=["read", "write", "admin"], project=cast.project)
-    records = [{"title": f"Note {n}", "content": f"Fact number {n} about service {n * 7}."} for n in range(11)]
+    records = [
+        {"title": f"Note {n}", "content": f"Fact number {n} about service {n * 7}."} for n in range(11)
+    ]
     body = "\n".join(json.dumps(r) for r in records)
     report = client.post("/api/v1/items/import/", body, content_type="application/x-ndjson").json()
     assert (report["created"], report["pending"], report["failed"]) == (11, 0, 0)

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api import ensure_may, request_project, request_projects
+from contextforge.api import ApplicationError
+from knowledge import selectors as knowledge_selectors
+from knowledge.api.views import _valid
+from tasks import selectors, services
+from tasks.api import serializers as s
+from tasks.models import Priority, Status, Task
+
+FILTER_INVALID = _("Not a {field}: choose one of {choices}.")
+NO_OPEN_TASK = _("No open task.")
+
+
+def _task(request, pk: int, scope: str = "read") -> Task:
+    task = selectors.task_get(projects=request_projects(request), pk=pk)
+    if scope != "read":
+        ensure_may(request, task.project, scope)
+    return task
+
+
+def _with_assignee(data: dict) -> dict:
+    """The input with ``assignee`` (a username) resolved to a user; an unknown name is a 400 on the field."""
+    if data.get("assignee") is not None:
+        user = get_user_model().objects.filter(username=data["assignee"]).first()
+        if user is None:
+            raise ApplicationError(services.ASSIGNEE_NOT_MEMBER, field="assignee")
+        data["assignee"] = user
+    return data
+
+
+def _choice(request, field: str, choices) -> str | None:
+    value = request.query_params.get(field) or None
+    if value is not None and value not in choices:
+        raise ApplicationError(FILTER_INVALID.format(field=field, choices=", ".join(choices)), field=field)
+    return value
+
+
+class TaskListCreateApi(GenericAPIView):
+    serializer_class = s.TaskOutputSerializer
+
+    @extend_schema(
+        operation_id="tasks_list",
+        parameters=[
+            OpenApiParameter("status", str, enum=Status.values),
+            OpenApiParameter("priority", str, enum=Priority.values),
+            OpenApiParameter("assignee", str, description="Username."),
+            OpenApiParameter("tag", str),
+            OpenApiParameter("project", str, description="Only this project (slug)."),
+        ],
+        responses={200: s.TaskOutputSerializer(many=True)},
+    )
+    def get(self, request):
+        tasks = selectors.tasks_for(
+            projects=request_projects(request),
+            status=_choice(request, "status", Status.values),
+            priority=_choice(request, "priority", Priority.values),
+            assignee=request.query_params.get("assignee") or None,
+            tag=request.query_params.get("tag") or None,
+        )
+        if slug := request.query_params.get("project"):
+            tasks = tasks.filter(project=request_project(request, slug, "read"))
+        page = self.paginate_queryset(tasks)
+        return self.get_paginated_response(s.TaskOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="tasks_create",
+        request=s.TaskCreateInputSerializer,
+        responses={201: s.TaskOutputSerializer},
+    )
+    def post(self, request):
+        data = _with_assignee(_valid(s.TaskCreateInputSerializer, request.data))
+        project = request_project(request, data.pop("project", None), "write")
+        task = services.task_create(project=project, created_by=request.user, **data)
+        return Response(s.TaskOutputSerializer(task).data, status=status.HTTP_201_CREATED)
+
+
+class TaskDetailApi(APIView):
+    @extend_schema(operation_id="tasks_retrieve", responses={200: s.TaskOutputSerializer})
+    def get(self, request, pk: int):
+        return Response(s.TaskOutputSerializer(_task(request, pk)).data)
+
+    @extend_schema(
+        operation_id="tasks_update",
+        request=s.TaskUpdateInputSerializer,
+        responses={200: s.TaskOutputSerializer},
+    )
+    def patch(self, request, pk: int):
+        task = _task(request, pk, "write")
+        data = _with_assignee(_valid(s.TaskUpdateInputSerializer, request.data))
+        return Response(s.TaskOutputSerializer(services.task_update(task=task, **data)).data)
+
+    @extend_schema(operation_id="tasks_destroy", responses={204: None})
+    def delete(self, request, pk: int):
+        services.task_delete(task=_task(request, pk, "write"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TaskNextApi(APIView):
+    @extend_schema(
+        operation_id="tasks_next",
+        responses={200: s.TaskOutputSerializer},
+        description="What to do next: the open task with the highest priority, then the earliest due date, "
+        "then the oldest. 404 when nothing is open.",
+    )
+    def get(self, request):
+        projects = request_projects(request)
+        if slug := request.query_params.get("project"):
+            projects = [request_project(request, slug, "read")]
+        task = selectors.task_next(projects=projects)
+        if task is None:
+            raise ApplicationError(NO_OPEN_TASK, status_code=404)
+        return Response(s.TaskOutputSerializer(task).data)
+
+
+class TaskCommentsApi(APIView):
+    @extend_schema(operation_id="tasks_comments_list", responses={200: s.CommentOutputSerializer(many=True)})
+    def get(self, request, pk: int):
+        comments = _task(request, pk).comments.select_related("author")
+        return Response(s.CommentOutputSerializer(comments, many=True).data)
+
+    @extend_schema(
+        operation_id="tasks_comments_create",
+        request=s.CommentInputSerializer,
+        responses={201: s.CommentOutputSerializer},
+    )
+    def post(self, request, pk: int):
+        task = _task(request, pk, "write")
+        data = _valid(s.CommentInputSerializer, request.data)
+        comment = services.comment_create(task=task, author=request.user, text=data["text"])
+        return Response(s.CommentOutputSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+
+class ItemToTaskApi(APIView):
+    @extend_schema(
+        operation_id="items_to_task",
+        request=None,
+        responses={201: s.TaskOutputSerializer},
+        description="Move a wish out of memory into a task (undo: POST /tasks/{id}/back-to-memory/).",
+    )
+    def post(self, request, pk: int):
+        item = knowledge_selectors.item_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, item.project, "write")
+        task = services.wish_to_task(item=item, created_by=request.user)
+        return Response(s.TaskOutputSerializer(task).data, status=status.HTTP_201_CREATED)
+
+
+class TaskBackToMemoryApi(APIView):
+    @extend_schema(
+        operation_id="tasks_back_to_memory",
+        request=None,
+        responses={200: s.BackToMemoryOutputSerializer},
+        description="Undo a move from memory: the wish comes back exactly as it was and this task is deleted.",
+    )
+    def post(self, request, pk: int):
+        item = services.task_back_to_memory(task=_task(request, pk, "write"))
+        return Response({"item": item.pk})

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from knowledge.models import KnowledgeItem
+from tasks.models import Status, Task
+
+
+def tasks_for(
+    *, projects, status=None, priority=None, assignee=None, tag: str | None = None
+) -> QuerySet[Task]:
+    """The tasks of ``projects``, narrowed by any of the filters given (``assignee`` a user or username)."""
+    tasks = Task.objects.in_projects(projects).select_related("project", "assignee", "source_item")
+    if status:
+        tasks = tasks.filter(status=status)
+    if priority:
+        tasks = tasks.filter(priority=priority)
+    if assignee:
+        tasks = tasks.filter(**{"assignee__username" if isinstance(assignee, str) else "assignee": assignee})
+    if tag:
+        tasks = tasks.filter(tags__contains=[tag])
+    return tasks
+
+
+def task_get(*, projects, pk: int) -> Task:
+    """The task if the caller may see its project; 404 otherwise."""
+    return get_object_or_404(tasks_for(projects=projects), pk=pk)
+
+
+def task_next(*, projects) -> Task | None:
+    """What to do next: the open task with the highest priority, then the earliest due date, then the oldest."""
+    return tasks_for(projects=projects).open().by_urgency().first()
+
+
+def board(*, projects, **filters) -> list[tuple[str, str, list[Task]]]:
+    """The board's columns in order: (status, label, tasks most urgent first)."""
+    tasks = list(tasks_for(projects=projects, **filters).by_urgency())
+    return [(value, label, [t for t in tasks if t.status == value]) for value, label in Status.choices]
+
+
+def members_of(*, projects) -> QuerySet:
+    """Everyone a task in ``projects`` may be assigned to."""
+    return get_user_model().objects.filter(memberships__project__in=projects).distinct().order_by("username")
+
+
+def tags_in(*, projects) -> list[str]:
+    rows = Task.objects.in_projects(projects).values_list("tags", flat=True)
+    return sorted({tag for tags in rows for tag in tags})
+
+
+def wishes_for(*, projects) -> QuerySet[KnowledgeItem]:
+    """Every item in memory flagged as a wish: what belongs in tasks instead."""
+    return (
+        KnowledgeItem.objects.in_projects(projects)
+        .filter(is_proposal=True)
+        .select_related("project")
+        .without_embedding()
+    )
+
+
+def counts(*, projects) -> dict:
+    return Task.objects.in_projects(projects).aggregate(
+        open=Count("id", filter=~Q(status=Status.DONE)), done=Count("id", filter=Q(status=Status.DONE))
+    )

@@ -1,0 +1,161 @@
+"""Writes to tasks, and the move of a wish from memory to tasks (and back)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils.translation import gettext_lazy as _
+
+from accounts.models import Membership, Project
+from knowledge import services as knowledge_services
+from knowledge.models import KnowledgeItem
+from knowledge.text import without_marker
+from tasks.models import Comment, Priority, Status, Task
+
+TITLE_REQUIRED = _("A title is required.")
+TITLE_TOO_LONG = _("A title has at most {max} characters.")
+DESCRIPTION_TOO_LONG = _("A description has at most {max} characters.")
+STATUS_INVALID = _("Not a status: choose one of {choices}.")
+PRIORITY_INVALID = _("Not a priority: choose one of {choices}.")
+ASSIGNEE_NOT_MEMBER = _("The assignee must be a member of the project.")
+DUE_DATE_INVALID = _("Not a date.")
+COMMENT_REQUIRED = _("A comment needs some text.")
+NOT_A_WISH = _("Only an item flagged as a wish (TODO:, FIXME:, WISH:, XXX:, HACK:, IDEA:) moves to tasks.")
+ALREADY_MOVED = _("This item has been moved to tasks already.")
+NO_SOURCE = _("This task did not come from memory: there is nothing to bring back.")
+NUL_CHARACTER = _("Must not contain NUL characters.")
+
+TASK_FIELDS = ("title", "description", "status", "priority", "assignee", "due_date", "tags")
+
+
+def _clean(project: Project, values: dict) -> dict:
+    """Validate task fields (any subset of TASK_FIELDS), raising one ValidationError naming each bad one."""
+    errors: dict[str, str] = {}
+    cleaned = dict(values)
+    if "title" in values:
+        title = values["title"]
+        if not isinstance(title, str) or not title.strip():
+            errors["title"] = TITLE_REQUIRED
+        elif len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
+            errors["title"] = TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+        else:
+            cleaned["title"] = title.strip()
+    if "description" in values:
+        description = values["description"] or ""
+        if not isinstance(description, str) or len(description) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
+            errors["description"] = DESCRIPTION_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
+        cleaned["description"] = description
+    for name in ("title", "description"):
+        if isinstance(values.get(name), str) and "\x00" in values[name]:
+            errors[name] = NUL_CHARACTER
+    if "status" in values and values["status"] not in Status.values:
+        errors["status"] = STATUS_INVALID.format(choices=", ".join(Status.values))
+    if "priority" in values and values["priority"] not in Priority.values:
+        errors["priority"] = PRIORITY_INVALID.format(choices=", ".join(Priority.values))
+    if values.get("assignee") is not None:
+        if not Membership.objects.filter(project=project, user=values["assignee"]).exists():
+            errors["assignee"] = ASSIGNEE_NOT_MEMBER
+    if values.get("due_date") is not None and not isinstance(values["due_date"], date):
+        errors["due_date"] = DUE_DATE_INVALID
+    if "tags" in values:
+        try:
+            cleaned["tags"] = knowledge_services.clean_tags(values["tags"])
+        except ValidationError as exc:
+            errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    if errors:
+        raise ValidationError(errors)
+    return cleaned
+
+
+def task_create(*, project: Project, title: str, created_by=None, source_item=None, **fields) -> Task:
+    unknown = set(fields) - set(TASK_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown task field(s): {', '.join(sorted(unknown))}")
+    cleaned = _clean(project, {"title": title, **fields})
+    with transaction.atomic():
+        # One writer at a time per project hands out the next number.
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        last = Task.objects.filter(project=project).aggregate(last=Max("number"))["last"] or 0
+        return Task.objects.create(
+            project=project, number=last + 1, created_by=created_by, source_item=source_item, **cleaned
+        )
+
+
+def task_update(*, task: Task, **fields) -> Task:
+    unknown = set(fields) - set(TASK_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown task field(s): {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        current = Task.objects.select_for_update().get(pk=task.pk)
+        cleaned = _clean(current.project, fields)
+        for name, value in cleaned.items():
+            setattr(current, name, value)
+        current.save(update_fields=[*cleaned, "updated_at"])
+    return current
+
+
+def task_delete(*, task: Task) -> None:
+    task.delete()
+
+
+def comment_create(*, task: Task, author, text: str) -> Comment:
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError({"text": COMMENT_REQUIRED})
+    if "\x00" in text:
+        raise ValidationError({"text": NUL_CHARACTER})
+    if len(text) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
+        raise ValidationError(
+            {"text": DESCRIPTION_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)}
+        )
+    return Comment.objects.create(task=task, author=author, text=text.strip())
+
+
+def wish_to_task(*, item: KnowledgeItem, created_by=None) -> Task:
+    """Move a wish out of memory into a task: title without its marker, content, tags, a link back."""
+    with transaction.atomic():
+        item = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        if item.archived_at is not None or Task.objects.filter(source_item=item).exists():
+            raise ValidationError({"item": ALREADY_MOVED})
+        if not item.is_proposal:
+            raise ValidationError({"item": NOT_A_WISH})
+        task = task_create(
+            project=item.project,
+            title=_task_title(item),
+            description=item.content,
+            tags=item.tags,
+            created_by=created_by,
+            source_item=item,
+        )
+        knowledge_services.item_archive(item=item)
+    return task
+
+
+def _task_title(item: KnowledgeItem) -> str:
+    """The wish without its marker; when the marker was all the title held, the content's first line."""
+    title = without_marker(item.title)
+    if not title:
+        title = next(iter(without_marker(item.content).splitlines()), "").strip() or item.title
+    return title[: settings.CONTEXTFORGE_MAX_TITLE_LENGTH]
+
+
+def wishes_to_tasks(*, items, created_by=None) -> list[Task]:
+    """Move several wishes at once, all or none."""
+    with transaction.atomic():
+        return [wish_to_task(item=item, created_by=created_by) for item in items]
+
+
+def task_back_to_memory(*, task: Task) -> KnowledgeItem:
+    """Undo a move: the wish returns to memory exactly as it was, and the task it became is gone."""
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        if task.source_item_id is None:
+            raise ValidationError({"task": NO_SOURCE})
+        item = task.source_item
+        knowledge_services.item_restore(item=item)
+        task.delete()
+    item.refresh_from_db()
+    return item
