@@ -227,7 +227,7 @@ def instrumented(phases: Phases):
 
     from gitsync import services
 
-    names = ("_open_clone", "_read_branch", "_git_log_stdin", "_ingest")
+    names = ("_open_clone", "_read_branch", "_git_log", "_ingest")
     originals = {name: getattr(services, name) for name in names}
     for name in names:
         setattr(services, name, phases.wrap(name, originals[name]))
@@ -242,7 +242,7 @@ def instrumented(phases: Phases):
 def breakdown(phases: Phases, total: float) -> dict:
     s = phases.seconds
     clone = s["_open_clone"]
-    git_log = s["_git_log_stdin"]
+    git_log = s["_git_log"]
     return {
         "clone_or_fetch_s": clone,
         "rev_list_s": s["_read_branch"] - clone,
@@ -420,7 +420,7 @@ def print_result(r: dict) -> None:
     print(
         f"    clone {parts['clone_or_fetch_s']:.3f} s, rev-list {parts['rev_list_s']:.3f} s, "
         f"git log {parts['git_log_s']:.3f} s, SQL {parts['sql_s']:.3f} s ({parts['queries']:.0f} queries), "
-        f"Python {parts['python_s']:.3f} s; without the clone {r['full_without_clone_over_git_log']:.2f}x"
+        f"Python and COPY {parts['python_s']:.3f} s; without the clone {r['full_without_clone_over_git_log']:.2f}x"
     )
     noop = r["noop_breakdown"]
     print(
