@@ -1,23 +1,35 @@
 """What each MCP tool does, as plain synchronous Django code over the existing services.
 
-Every read goes through ``knowledge.selectors`` or ``knowledge.ranking.search``, every write through
-``knowledge.services``, every access decision through ``mcpserver.access`` (that is, ``accounts``).
-Each operation returns an ``Outcome``: the structured result and the compact text an agent reads.
+Every read goes through the apps' selectors (``knowledge``, ``tasks``, ``gitsync``) or
+``knowledge.ranking.search``, every write through their services (``knowledge``, ``tasks``), every
+access decision through ``mcpserver.access`` (that is, ``accounts``), and items and tasks are
+rendered by the REST API's own output serializers. Each operation returns an ``Outcome``: the
+structured result and the compact text an agent reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 from django.core.exceptions import ValidationError
+from django.utils import timezone
+from rest_framework.fields import DateTimeField
 
 from contextforge.api import ApplicationError
+from gitsync import selectors as git_selectors
+from gitsync.models import Repository
 from knowledge import selectors, services
 from knowledge.api.serializers import ItemOutputSerializer
 from knowledge.models import KnowledgeItem
 from knowledge.ranking import SearchFilters, search
 from mcpserver.access import Caller, ensure_may_write, readable_projects, require_scope, writable_project
+from tasks import selectors as task_selectors
+from tasks import services as task_services
+from tasks.api.serializers import TaskOutputSerializer
+from tasks.api.views import _with_assignee as resolve_assignee
+from tasks.models import Task
 
 # Two items whose embeddings have a cosine at or above this say the same thing in other words
 # (all-MiniLM-L6-v2: a reworded sentence lands around 0.93-0.98, a different fact on the same
@@ -28,6 +40,17 @@ SNIPPET_CHARS = 600
 
 QUERY_BLANK = "The query must not be blank."
 NOTHING_TO_UPDATE = "Give at least one of title, content or tags to change."
+NOTHING_TO_CHANGE = (
+    "Give at least one of title, description, status, priority, assignee, due_date or tags to change."
+)
+
+# Timestamps as the REST API writes them.
+_timestamp = DateTimeField().to_representation
+
+# repo_activity: how much of each repository's window it shows.
+ACTIVITY_FILES = 15
+ACTIVITY_COMMITS = 10
+ACTIVITY_FILES_PER_COMMIT = 20
 
 
 @dataclass(frozen=True)
@@ -189,3 +212,209 @@ def memory_delete(caller: Caller, *, id: int) -> Outcome:
     return Outcome(
         data=data, text=f"Deleted memory #{data['deleted_id']} {data['title']!r} from {data['project']}."
     )
+
+
+# ----- tasks --------------------------------------------------------------------------------------
+
+
+def task_data(task: Task) -> dict:
+    # The REST API's own output serializer: a task reads the same over MCP and over REST.
+    return dict(TaskOutputSerializer(task).data)
+
+
+def _task_line(data: dict) -> str:
+    facts = [data["status"], f"priority {data['priority']}"]
+    if data["due_date"]:
+        facts.append(f"due {data['due_date']}")
+    facts.append(f"assignee {data['assignee']}" if data["assignee"] else "unassigned")
+    if data["tags"]:
+        facts.append(f"tags: {_tags_text(data['tags'])}")
+    return f"{data['short_id']} (id {data['id']}) [{data['project']}] {data['title']} — {'; '.join(facts)}"
+
+
+def _task_text(data: dict, *, head: str, full: bool = False) -> str:
+    lines = [f"{head} {_task_line(data)}"]
+    if data["source_item"]:
+        lines.append(f"moved from memory item #{data['source_item']}")
+    if full and data["description"]:
+        lines += ["", data["description"]]
+    return "\n".join(lines)
+
+
+def _task_fields(
+    *,
+    title: str | None = None,
+    description: str | None = None,
+    status: str | None = None,
+    priority: str | None = None,
+    assignee: str | None = None,
+    due_date: date | str | None = None,
+    tags: list[str] | None = None,
+) -> dict:
+    """The fields given (None: not given), in the services' terms: '' clears an assignee or a due date."""
+    fields = {
+        name: value
+        for name, value in (
+            ("title", title),
+            ("description", description),
+            ("status", status),
+            ("priority", priority),
+            ("tags", tags),
+        )
+        if value is not None
+    }
+    if assignee is not None:
+        # The REST API's rule: a username, resolved to a user; the service checks membership.
+        fields["assignee"] = resolve_assignee({"assignee": assignee or None})["assignee"]
+    if due_date is not None:
+        fields["due_date"] = due_date or None
+    return fields
+
+
+def task_create(caller: Caller, *, title: str, **given) -> Outcome:
+    project = writable_project(caller)
+    fields = _task_fields(**given)
+    task = task_services.task_create(project=project, title=title, created_by=caller.user, **fields)
+    data = task_data(task)
+    return Outcome(data=data, text=_task_text(data, head="Created task"))
+
+
+def task_list(
+    caller: Caller,
+    *,
+    status: str | None,
+    priority: str | None,
+    assignee: str | None,
+    tag: str | None,
+    limit: int,
+) -> Outcome:
+    tasks = task_selectors.tasks_for(
+        projects=readable_projects(caller), status=status, priority=priority, assignee=assignee, tag=tag
+    )
+    total = tasks.count()
+    rows = [task_data(task) for task in tasks[:limit]]
+    data = {"tasks": rows, "total": total}
+    filters = ", ".join(
+        f"{name} {value}"
+        for name, value in (("status", status), ("priority", priority), ("assignee", assignee), ("tag", tag))
+        if value
+    )
+    where = f" ({filters})" if filters else ""
+    if not rows:
+        return Outcome(data=data, text=f"No tasks{where}.")
+    shown = f"{len(rows)} of {total}" if total > len(rows) else str(total)
+    lines = [f"{shown} task(s){where}, newest first:"] + [f"- {_task_line(row)}" for row in rows]
+    return Outcome(data=data, text="\n".join(lines))
+
+
+def task_update(caller: Caller, *, id: int, **given) -> Outcome:
+    require_scope(caller, "write")
+    task = task_selectors.task_get(projects=readable_projects(caller), pk=id)
+    ensure_may_write(caller, task.project)
+    fields = _task_fields(**given)
+    if not fields:
+        raise ValidationError(NOTHING_TO_CHANGE)
+    task = task_services.task_update(task=task, **fields)
+    data = task_data(task)
+    return Outcome(data=data, text=_task_text(data, head="Updated task"))
+
+
+def task_next(caller: Caller) -> Outcome:
+    task = task_selectors.task_next(projects=readable_projects(caller))
+    if task is None:
+        return Outcome(data={"task": None}, text="No open task: nothing is pending or in progress.")
+    data = task_data(task)
+    text = _task_text(data, head="Next:", full=True)
+    if data["status"] != "in_progress":
+        text += f"\n\nWhen you start it: task_update(id={data['id']}, status='in_progress')."
+    return Outcome(data={"task": data}, text=text)
+
+
+def wish_to_task(caller: Caller, *, item_id: int) -> Outcome:
+    require_scope(caller, "write")
+    item = selectors.item_get(projects=readable_projects(caller), pk=item_id)
+    ensure_may_write(caller, item.project)
+    task = task_services.wish_to_task(item=item, created_by=caller.user)
+    data = task_data(task)
+    text = (
+        f"Moved memory #{item_id} to task {_task_line(data)}\n"
+        "The item has left memory (memory_query no longer finds it); the task page can move it back."
+    )
+    return Outcome(data=data, text=text)
+
+
+# ----- repo_activity ------------------------------------------------------------------------------
+
+
+def _repository_activity(repository: Repository, *, days: int, since) -> dict:
+    files = git_selectors.most_touched_files(repository=repository, days=days, limit=ACTIVITY_FILES)
+    commits = []
+    for commit in git_selectors.recent_commits(repository=repository, limit=ACTIVITY_COMMITS):
+        if commit.committed_at < since:
+            break  # newest first: the rest are older still
+        touched = list(commit.files.all())
+        commits.append(
+            {
+                "sha": commit.sha[:10],
+                "date": _timestamp(commit.committed_at),
+                "author": commit.author,
+                "summary": next(iter(commit.message.strip().splitlines()), ""),
+                "files": [
+                    {"path": f.path, "change_type": f.change_type}
+                    for f in touched[:ACTIVITY_FILES_PER_COMMIT]
+                ],
+                "files_total": len(touched),
+            }
+        )
+    return {
+        "name": repository.name,
+        "project": repository.project.slug,
+        "branch": repository.branch or None,
+        "status": repository.status,
+        "last_synced_at": _timestamp(repository.last_success_at) if repository.last_success_at else None,
+        "last_error": repository.last_error or None,
+        "most_touched_files": [
+            {"path": row["path"], "commits": row["commits"], "last": _timestamp(row["last"])} for row in files
+        ],
+        "commits": commits,
+    }
+
+
+def repo_activity(caller: Caller, *, days: int) -> Outcome:
+    since = timezone.now() - timedelta(days=days)
+    repositories = git_selectors.repositories_for(projects=readable_projects(caller))
+    rows = [_repository_activity(repo, days=days, since=since) for repo in repositories]
+    data = {"days": days, "since": _timestamp(since), "repositories": rows}
+    return Outcome(data=data, text=_activity_text(rows, days=days))
+
+
+def _activity_text(rows: list[dict], *, days: int) -> str:
+    if not rows:
+        return (
+            "No git repositories are connected to this project (the dashboard's Repositories page adds one)."
+        )
+    lines = [f"Repository activity in the last {days} day(s):"]
+    for repo in rows:
+        synced = f", last sync {repo['last_synced_at']}" if repo["last_synced_at"] else ""
+        lines.append(f"{repo['name']} [{repo['project']}] — {repo['status']}{synced}")
+        if repo["last_error"]:
+            lines.append(f"  last error: {_snippet(repo['last_error'])}")
+        if not repo["most_touched_files"] and not repo["commits"]:
+            lines.append("  no commits in this window")
+            continue
+        if repo["most_touched_files"]:
+            lines.append("  most touched files:")
+            lines += [
+                f"    {f['path']} — {f['commits']} commit(s), last {f['last'][:10]}"
+                for f in repo["most_touched_files"]
+            ]
+        if repo["commits"]:
+            lines.append("  recent commits:")
+        for c in repo["commits"]:
+            files = ", ".join(f"{f['change_type']} {f['path']}" for f in c["files"])
+            more = c["files_total"] - len(c["files"])
+            files += f", +{more} more" if more else ""
+            lines.append(f"    {c['sha']} {c['date'][:10]} {c['author']}: {c['summary']}")
+            if files:
+                lines.append(f"      {files}")
+    return "\n".join(lines)

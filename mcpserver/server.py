@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any
+from datetime import date
+from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -28,7 +29,13 @@ from knowledge import embeddings
 from knowledge.api.views import SEARCH_UNAVAILABLE
 from mcpserver import operations
 from mcpserver.access import Caller
-from mcpserver.operations import NEAR_DUPLICATE_COSINE
+from mcpserver.operations import (
+    ACTIVITY_COMMITS,
+    ACTIVITY_FILES,
+    ACTIVITY_FILES_PER_COMMIT,
+    NEAR_DUPLICATE_COSINE,
+)
+from tasks.models import Priority, Status
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +44,14 @@ INSTRUCTIONS = (
     "ContextForge is this team's shared memory: decisions, conventions, how things work, gotchas. "
     "Call memory_query before answering questions about this codebase or repeating past work; "
     "save durable facts with memory_ingest, and when it warns of a near-duplicate, update that "
-    "item (memory_update) instead of keeping a copy. Wishes and TODOs belong in tasks, not memory."
+    "item (memory_update) instead of keeping a copy. Wishes and TODOs belong in tasks, not memory: "
+    "record work with task_create, and move a TODO:/WISH: item you find in memory with wish_to_task. "
+    "Ask task_next what to work on, mark it in_progress and later done with task_update. Call "
+    "repo_activity to see which files and commits changed recently in the project's repositories."
 )
 NOT_FOUND = "No memory item #{id} in the projects this key may read."
+ITEM_NOT_FOUND = "No memory item #{item_id} in the projects this key may read."
+TASK_NOT_FOUND = "No task #{id} in the projects this key may read."
 PROJECT_HINT = " Start the server with --project SLUG (stdio) or add ?project=SLUG to the /mcp URL (HTTP)."
 
 CallerFor = Callable[[Context], Caller]
@@ -104,6 +116,78 @@ class DeleteResult(BaseModel):
     project: str
 
 
+class Task(BaseModel):
+    id: int = Field(description="The id the task tools take.")
+    short_id: str = Field(
+        description="The task's number within its project, like CF-12 (what people call it)."
+    )
+    project: str = Field(description="Project slug.")
+    title: str
+    description: str
+    status: str = Field(description="pending, in_progress or done.")
+    priority: str = Field(description="urgent, high, medium or low.")
+    assignee: str | None = Field(description="Username, or null when unassigned.")
+    due_date: str | None = Field(description="YYYY-MM-DD, or null.")
+    tags: list[str]
+    source_item: int | None = Field(description="The memory item (a wish) this task was moved from, if any.")
+    created_at: str
+    updated_at: str
+
+
+class TaskList(BaseModel):
+    tasks: list[Task] = Field(description="Newest first, at most 'limit'.")
+    total: int = Field(description="How many tasks match, including any beyond 'limit'.")
+
+
+class NextTask(BaseModel):
+    task: Task | None = Field(description="The task to work on next; null when no task is open.")
+
+
+class TouchedFile(BaseModel):
+    path: str
+    commits: int = Field(description="Commits in the window that touched the file.")
+    last: str = Field(description="When the latest of them was committed.")
+
+
+class ChangedFile(BaseModel):
+    path: str
+    change_type: str = Field(
+        description="A added, M modified, D deleted, R renamed, C copied, T type changed."
+    )
+
+
+class CommitSummary(BaseModel):
+    sha: str = Field(description="The first 10 hex digits.")
+    date: str
+    author: str
+    summary: str = Field(description="The first line of the commit message.")
+    files: list[ChangedFile] = Field(
+        description=f"At most {ACTIVITY_FILES_PER_COMMIT} of the files the commit changed."
+    )
+    files_total: int
+
+
+class RepositoryActivity(BaseModel):
+    name: str
+    project: str = Field(description="Project slug.")
+    branch: str | None = Field(description="The synced branch; null: the remote's default branch.")
+    status: str = Field(description="ok, failing, never synced or disabled.")
+    last_synced_at: str | None = Field(description="When the last sync succeeded.")
+    last_error: str | None = Field(description="Why the last sync failed, while it is failing.")
+    most_touched_files: list[TouchedFile] = Field(
+        description=f"Most commits in the window first (at most {ACTIVITY_FILES})."
+    )
+    commits: list[CommitSummary] = Field(
+        description=f"The latest commits in the window, newest first (at most {ACTIVITY_COMMITS})."
+    )
+
+
+class ActivityResult(BaseModel):
+    days: int
+    since: str = Field(description="The window's start.")
+    repositories: list[RepositoryActivity]
+
+
 # ----- argument types -------------------------------------------------------------------------------
 
 ItemId = Annotated[int, Field(ge=1, description="The memory item's id (the #N in query results).")]
@@ -124,6 +208,34 @@ Content = Annotated[
         "recently committed files rank higher.",
     ),
 ]
+TaskId = Annotated[
+    int,
+    Field(ge=1, description="The task's id: the N of '(id N)' in task results, not the number of its CF-N."),
+]
+TaskTitle = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH,
+        description="What is to be done, short and specific, e.g. 'Fix the flaky login test'.",
+    ),
+]
+Description = Annotated[
+    str,
+    Field(
+        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH,
+        description="Details: what done looks like, file paths, links. Plain text or Markdown.",
+    ),
+]
+StatusName = Annotated[
+    Literal[tuple(Status.values)],
+    Field(description="pending (not started), in_progress (being worked on) or done."),
+]
+PriorityName = Annotated[
+    Literal[tuple(Priority.values)],
+    Field(description="urgent, high, medium (the default for a new task) or low."),
+]
+Username = Annotated[str, Field(max_length=150, description="Username of a member of the task's project.")]
 Tags = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH)]] | None,
     Field(
@@ -144,6 +256,8 @@ def _message(exc: Exception) -> str | None:
             parts = exc.messages
         return "Invalid arguments: " + "; ".join(parts)
     if isinstance(exc, ApplicationError):
+        if exc.field and exc.field != "project":
+            return f"Invalid arguments: {exc.field}: {exc.message}"
         return exc.message + (PROJECT_HINT if exc.message == PROJECT_REQUIRED else "")
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         return f"Not authenticated: {exc.detail}"
@@ -163,12 +277,14 @@ def _run_sync(caller_for: CallerFor, ctx: Context, operation, kwargs: dict) -> o
         close_old_connections()
 
 
-async def _run(caller_for: CallerFor, ctx: Context, operation, **kwargs: Any) -> CallToolResult:
+async def _run(
+    caller_for: CallerFor, ctx: Context, operation, *, not_found: str = NOT_FOUND, **kwargs: Any
+) -> CallToolResult:
     # The ORM is synchronous: every operation runs in asgiref's one thread-sensitive worker thread.
     try:
         outcome = await sync_to_async(_run_sync, thread_sensitive=True)(caller_for, ctx, operation, kwargs)
     except Http404:
-        raise ToolError(NOT_FOUND.format(id=kwargs.get("id"))) from None
+        raise ToolError(not_found.format(**kwargs)) from None
     except Exception as exc:
         message = _message(exc)
         if message is None:
@@ -279,5 +395,153 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     )
     async def memory_delete(id: ItemId, ctx: Context) -> Annotated[CallToolResult, DeleteResult]:
         return await _run(caller_for, ctx, operations.memory_delete, id=id)
+
+    @server.tool(
+        title="Create a task",
+        annotations=WRITE,
+        description=(
+            "Add a task to the project's board: work to be done, a bug to fix, a wish or TODO (those belong "
+            "here, not in memory). Only title is required; a new task is pending with priority medium "
+            "unless you say otherwise. Returns the task with its id (for task_update) and its short id "
+            "CF-N. Needs a key with the 'write' scope."
+        ),
+    )
+    async def task_create(
+        title: TaskTitle,
+        ctx: Context,
+        description: Description | None = None,
+        status: StatusName | None = None,
+        priority: PriorityName | None = None,
+        assignee: Username | None = None,
+        due_date: Annotated[date | None, Field(description="YYYY-MM-DD.")] = None,
+        tags: Tags = None,
+    ) -> Annotated[CallToolResult, Task]:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.task_create,
+            title=title,
+            description=description,
+            status=status,
+            priority=priority,
+            assignee=assignee,
+            due_date=due_date,
+            tags=tags,
+        )
+
+    @server.tool(
+        title="List tasks",
+        annotations=READ_ONLY,
+        description=(
+            "List the project's tasks, newest first, optionally narrowed by status, priority, assignee "
+            "(username) and tag. Without a status, done tasks are listed too: pass status='pending' or "
+            "'in_progress' for open work. For the single task to work on next, call task_next instead."
+        ),
+    )
+    async def task_list(
+        ctx: Context,
+        status: StatusName | None = None,
+        priority: PriorityName | None = None,
+        assignee: Annotated[
+            str | None, Field(max_length=150, description="Only tasks of this username.")
+        ] = None,
+        tag: Annotated[str | None, Field(max_length=64, description="Only tasks carrying this tag.")] = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="How many tasks at most (1-200).")] = 50,
+    ) -> Annotated[CallToolResult, TaskList]:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.task_list,
+            status=status,
+            priority=priority,
+            assignee=assignee,
+            tag=tag,
+            limit=limit,
+        )
+
+    @server.tool(
+        title="Update a task",
+        annotations=WRITE,
+        description=(
+            "Change a task: move it to in_progress when you start it and to done when it is finished, "
+            "re-prioritize, (re)assign, reschedule, retitle. Give only the fields to change (tags replace "
+            "the old list); assignee '' unassigns and due_date '' clears the date. Needs the 'write' scope."
+        ),
+    )
+    async def task_update(
+        id: TaskId,
+        ctx: Context,
+        title: TaskTitle | None = None,
+        description: Description | None = None,
+        status: StatusName | None = None,
+        priority: PriorityName | None = None,
+        assignee: Annotated[
+            str | None, Field(max_length=150, description="Username of a project member; '' unassigns.")
+        ] = None,
+        due_date: Annotated[
+            date | Literal[""] | None, Field(description="YYYY-MM-DD; '' clears the due date.")
+        ] = None,
+        tags: Tags = None,
+    ) -> Annotated[CallToolResult, Task]:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.task_update,
+            not_found=TASK_NOT_FOUND,
+            id=id,
+            title=title,
+            description=description,
+            status=status,
+            priority=priority,
+            assignee=assignee,
+            due_date=due_date,
+            tags=tags,
+        )
+
+    @server.tool(
+        title="What to do next",
+        annotations=READ_ONLY,
+        description=(
+            "The one open task (pending or in_progress) to work on next: the highest priority "
+            "(urgent > high > medium > low), then the earliest due date (tasks without one last), then "
+            "the oldest. Returns it with its description, or task null when nothing is open. Call it when "
+            "asked what to work on, or when you finished a task."
+        ),
+    )
+    async def task_next(ctx: Context) -> Annotated[CallToolResult, NextTask]:
+        return await _run(caller_for, ctx, operations.task_next)
+
+    @server.tool(
+        title="Move a wish from memory to tasks",
+        annotations=WRITE,
+        description=(
+            "Move a memory item that is a wish or TODO (its title or text starts with TODO:, FIXME:, "
+            "WISH:, XXX:, HACK: or IDEA:; is_proposal in memory results) out of memory into a new pending "
+            "task: the title without the marker, the content as description, the same tags. The item then "
+            "leaves memory_query results; the task links back to it. Needs the 'write' scope."
+        ),
+    )
+    async def wish_to_task(
+        item_id: Annotated[int, Field(ge=1, description="The memory item's id (the #N in memory results).")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, Task]:
+        return await _run(caller_for, ctx, operations.wish_to_task, not_found=ITEM_NOT_FOUND, item_id=item_id)
+
+    @server.tool(
+        title="Recent repository activity",
+        annotations=READ_ONLY,
+        description=(
+            "What changed recently in the project's git repositories: for each, its sync status and last "
+            "sync, the files touched by the most commits in the last 'days' days (with commit counts), and "
+            "the latest commits in that window (short sha, date, author, first line of the message, "
+            "files). Call it to get oriented before starting work, to see what the team is working on, "
+            "or to find where a recent change happened."
+        ),
+    )
+    async def repo_activity(
+        ctx: Context,
+        days: Annotated[int, Field(ge=1, le=365, description="The window in days (1-365).")] = 30,
+    ) -> Annotated[CallToolResult, ActivityResult]:
+        return await _run(caller_for, ctx, operations.repo_activity, days=days)
 
     return server

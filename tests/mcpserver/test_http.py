@@ -6,8 +6,10 @@ import httpx2
 import pytest
 
 from knowledge.models import KnowledgeItem
+from tasks.models import Task
 from tests.mcpserver.conftest import (
-    MEMORY_TOOLS,
+    READ_TOOLS,
+    TOOLS,
     WRITE_TOOLS,
     assert_same_ranking,
     http_client,
@@ -45,11 +47,22 @@ def test_an_agent_over_http_lists_the_tools_ingests_and_gets_the_rest_searchs_ra
                 {"title": "Signing keys", "content": "RS256 signing keys live in the vault under auth/jwt."},
             )
             found = await client.call_tool("memory_query", {"query": QUERY, "limit": 4, "tags": ["auth"]})
-            return tools, saved, found
+            task = await client.call_tool(
+                "task_create", {"title": "Move the keys to the vault", "priority": "urgent", "tags": ["auth"]}
+            )
+            next_task = await client.call_tool("task_next", {})
+            activity = await client.call_tool("repo_activity", {"days": 7})
+            return tools, saved, found, task, next_task, activity
 
-    tools, saved, found = run(session())
+    tools, saved, found, task, next_task, activity = run(session())
 
-    assert tools == MEMORY_TOOLS
+    assert tools == TOOLS
+    assert not task.is_error, tool_text(task)
+    assert Task.objects.get(pk=task.structured_content["id"]).created_by == cast.member
+    assert next_task.structured_content["task"] == owner_api.get("/api/v1/tasks/next/").json()
+    assert next_task.structured_content["task"]["title"] == "Move the keys to the vault"
+    files = activity.structured_content["repositories"][0]["most_touched_files"]
+    assert [f["path"] for f in files] == ["src/lib/auth.ts"]
     assert not saved.is_error, tool_text(saved)
     stored = KnowledgeItem.objects.get(pk=saved.structured_content["item"]["id"])
     assert (stored.project, stored.created_by) == (cast.project, cast.member)
@@ -128,15 +141,19 @@ def test_a_read_only_key_over_http_can_query_but_writes_are_permission_errors(ht
     async def session():
         async with http_client(f"{http_server}/mcp", secret) as client:
             writes = {name: await client.call_tool(name, args) for name, args in WRITE_TOOLS.items()}
+            reads = {name: await client.call_tool(name, args) for name, args in READ_TOOLS.items()}
             query = await client.call_tool("memory_query", {"query": QUERY})
-            return writes, query
+            return writes, reads, query
 
-    writes, query = run(session())
+    writes, reads, query = run(session())
 
     for name, result in writes.items():
         assert result.is_error, name
         assert "Permission denied: This API key lacks the 'write' scope." in tool_text(result)
     assert KnowledgeItem.objects.count() == before
+    assert not Task.objects.exists()
+    for name, result in reads.items():
+        assert not result.is_error, (name, tool_text(result))
     assert not query.is_error
     assert query.structured_content["hits"][0]["item"]["id"] == memory["live"].pk
 

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from accounts import services as account_services
+from gitsync.models import Commit, CommitFile, Repository
 from knowledge.models import KnowledgeItem
+from tasks import services as task_services
+from tasks.models import Task
 from tests.mcpserver.conftest import (
     BASE_DIR,
-    MEMORY_TOOLS,
+    READ_TOOLS,
+    TOOLS,
     WRITE_TOOLS,
     assert_same_ranking,
     child_env,
@@ -47,7 +53,7 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
 
     tools, saved, found = run(session())
 
-    assert set(tools) == MEMORY_TOOLS
+    assert set(tools) == TOOLS
     for tool in tools.values():
         assert len(tool.description) > 60, tool.name
         assert tool.input_schema["type"] == "object"
@@ -78,6 +84,137 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
     assert f"1. #{first['item']['id']} {first['item']['title']}" in text
     assert f"score {first['score']:.3f} (cos {first['breakdown']['cosine']:.3f}" in text
     assert text.index(f"#{hits[0]['item']['id']} ") < text.index(f"#{hits[1]['item']['id']} ")
+
+
+def test_an_agent_over_stdio_plans_work_with_tasks_and_repo_activity_like_the_rest_api(
+    cast, memory, owner_api
+):
+    secret = new_key(cast.member, project=cast.project)
+    wish = memory["wish"]
+    today = timezone.localdate()
+    new_tasks = [
+        # The earliest due date, but low: priority decides first.
+        {"title": "Document the deploy", "priority": "low", "due_date": str(today + timedelta(days=1))},
+        {
+            "title": "Fix the flaky login test",
+            "description": "tests/test_login.py fails one run in ten.",
+            "priority": "high",
+            "due_date": str(today + timedelta(days=5)),
+            "assignee": "member",
+            "tags": ["auth", "ci"],
+        },
+        {"title": "Rotate the signing keys", "priority": "high", "due_date": str(today + timedelta(days=2))},
+    ]
+
+    async def session():
+        async with stdio_client(secret) as client:
+            out = {"tools": {tool.name: tool for tool in (await client.list_tools()).tools}}
+            out["created"] = [await client.call_tool("task_create", args) for args in new_tasks]
+            rotate = out["created"][2].structured_content["id"]
+            out["pending"] = await client.call_tool("task_list", {"status": "pending"})
+            out["started"] = await client.call_tool("task_update", {"id": rotate, "status": "in_progress"})
+            out["first"] = await client.call_tool("task_next", {})
+            out["finished"] = await client.call_tool(
+                "task_update", {"id": rotate, "status": "done", "assignee": "owner", "due_date": ""}
+            )
+            out["second"] = await client.call_tool("task_next", {})
+            out["moved"] = await client.call_tool("wish_to_task", {"item_id": wish.pk})
+            out["again"] = await client.call_tool("wish_to_task", {"item_id": wish.pk})
+            out["everything"] = await client.call_tool("task_list", {})
+            out["found"] = await client.call_tool("memory_query", {"query": "sign tokens with ed25519 keys"})
+            out["activity"] = await client.call_tool("repo_activity", {})
+            out["yesterday"] = await client.call_tool("repo_activity", {"days": 1})
+            return out
+
+    out = run(session())
+
+    tools = out["tools"]
+    create_schema = tools["task_create"].input_schema
+    assert create_schema["required"] == ["title"]
+    assert set(create_schema["properties"]) == {
+        "title", "description", "status", "priority", "assignee", "due_date", "tags"
+    }  # fmt: skip
+    assert create_schema["properties"]["status"]["anyOf"][0]["enum"] == ["pending", "in_progress", "done"]
+    assert create_schema["properties"]["due_date"]["anyOf"][0]["format"] == "date"
+    assert tools["task_update"].input_schema["required"] == ["id"]
+    assert tools["wish_to_task"].input_schema["required"] == ["item_id"]
+    assert tools["repo_activity"].input_schema["properties"]["days"]["maximum"] == 365
+    for name in ("task_list", "task_next", "repo_activity"):
+        assert tools[name].annotations.read_only_hint is True, name
+    for name in ("task_create", "task_update", "wish_to_task"):
+        assert tools[name].annotations.read_only_hint is False, name
+
+    for result in out["created"]:
+        assert not result.is_error, tool_text(result)
+    document, flaky, rotate = (result.structured_content for result in out["created"])
+    assert [document["short_id"], flaky["short_id"], rotate["short_id"]] == ["CF-1", "CF-2", "CF-3"]
+    assert tool_text(out["created"][1]).startswith(f"Created task CF-2 (id {flaky['id']}) [acme] Fix the")
+    stored = Task.objects.get(pk=flaky["id"])
+    assert (stored.project, stored.created_by, stored.assignee) == (cast.project, cast.member, cast.member)
+    assert (stored.priority, stored.due_date, stored.tags) == (
+        "high",
+        today + timedelta(days=5),
+        ["auth", "ci"],
+    )
+
+    assert out["pending"].structured_content["total"] == 3
+    assert f"CF-3 (id {rotate['id']})" in tool_text(out["pending"])
+    assert out["started"].structured_content["status"] == "in_progress"
+    # in_progress is still open; high beats low despite the later date, then the earlier date wins.
+    assert out["first"].structured_content["task"]["id"] == rotate["id"]
+    finished = out["finished"].structured_content
+    assert (finished["status"], finished["assignee"], finished["due_date"]) == ("done", "owner", None)
+    second = out["second"].structured_content["task"]
+    assert second["id"] == flaky["id"]
+    assert "tests/test_login.py fails one run in ten." in tool_text(out["second"])
+    assert f"task_update(id={flaky['id']}, status='in_progress')" in tool_text(out["second"])
+    rest_next = owner_api.get("/api/v1/tasks/next/")
+    assert rest_next.status_code == 200
+    assert second == rest_next.json()
+
+    assert not out["moved"].is_error, tool_text(out["moved"])
+    moved = out["moved"].structured_content
+    assert (moved["title"], moved["description"], moved["source_item"], moved["status"]) == (
+        "sign tokens with ed25519",
+        wish.content,
+        wish.pk,
+        "pending",
+    )
+    wish.refresh_from_db()
+    assert wish.archived_at is not None
+    assert out["again"].is_error
+    assert f"No memory item #{wish.pk}" in tool_text(out["again"])
+    rest_list = owner_api.get("/api/v1/tasks/")
+    assert out["everything"].structured_content["tasks"] == rest_list.json()["results"]
+    assert out["everything"].structured_content["total"] == 4
+    assert not out["found"].is_error
+    hits = {hit["item"]["id"] for hit in out["found"].structured_content["hits"]}
+    assert hits and wish.pk not in hits
+
+    activity = out["activity"].structured_content
+    assert activity["days"] == 30
+    (repo,) = activity["repositories"]
+    assert (repo["name"], repo["project"], repo["status"], repo["last_synced_at"]) == (
+        "app",
+        "acme",
+        "never synced",
+        None,
+    )
+    assert [(f["path"], f["commits"]) for f in repo["most_touched_files"]] == [("src/lib/auth.ts", 1)]
+    (commit,) = repo["commits"]
+    assert (commit["sha"], commit["author"], commit["summary"], commit["files_total"]) == (
+        "a" * 10,
+        "dev",
+        "auth",
+        1,
+    )
+    assert commit["files"] == [{"path": "src/lib/auth.ts", "change_type": "M"}]
+    text = tool_text(out["activity"])
+    assert "src/lib/auth.ts — 1 commit(s)" in text
+    assert "aaaaaaaaaa" in text and "dev: auth" in text
+    # The fixture's commit is two days old: outside a one-day window.
+    (narrow,) = out["yesterday"].structured_content["repositories"]
+    assert (narrow["most_touched_files"], narrow["commits"]) == ([], [])
 
 
 def test_ingesting_a_reworded_copy_warns_and_names_the_existing_item(cast, memory):
@@ -161,15 +298,22 @@ def test_a_read_only_key_can_query_but_every_write_tool_answers_with_a_permissio
     async def session():
         async with stdio_client(secret) as client:
             writes = {name: await client.call_tool(name, {**args}) for name, args in WRITE_TOOLS.items()}
+            reads = {name: await client.call_tool(name, args) for name, args in READ_TOOLS.items()}
             query = await client.call_tool("memory_query", {"query": QUERY})
-            return writes, query
+            return writes, reads, query
 
-    writes, query = run(session())
+    writes, reads, query = run(session())
 
     for name, result in writes.items():
         assert result.is_error, name
         assert "Permission denied: This API key lacks the 'write' scope." in tool_text(result), name
     assert KnowledgeItem.objects.count() == before
+    assert not Task.objects.exists()
+    assert KnowledgeItem.objects.get(pk=memory["wish"].pk).archived_at is None
+    for name, result in reads.items():
+        assert not result.is_error, (name, tool_text(result))
+    assert reads["task_next"].structured_content == {"task": None}
+    assert reads["repo_activity"].structured_content["repositories"][0]["name"] == "app"
     assert not query.is_error
     assert query.structured_content["hits"][0]["item"]["id"] == memory["live"].pk
 
@@ -179,16 +323,21 @@ def test_a_viewer_with_a_write_key_is_refused_by_role(cast, memory):
 
     async def session():
         async with stdio_client(secret) as client:
-            return await client.call_tool("memory_ingest", WRITE_TOOLS["memory_ingest"])
+            return [
+                await client.call_tool(name, WRITE_TOOLS[name]) for name in ("memory_ingest", "task_create")
+            ]
 
-    result = run(session())
+    results = run(session())
 
-    assert result.is_error
-    assert "Permission denied: Your role in project 'acme' does not allow 'write'." in tool_text(result)
+    for result in results:
+        assert result.is_error
+        assert "Permission denied: Your role in project 'acme' does not allow 'write'." in tool_text(result)
+    assert not Task.objects.exists()
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(cast, memory):
     secret = new_key(cast.member, project=cast.project)
+    mine = task_services.task_create(project=cast.project, title="Mine", priority="low")
     bad = [
         ("memory_query", {"query": QUERY, "limit": 0}, "limit"),
         ("memory_query", {"query": QUERY, "limit": "ten"}, "limit"),
@@ -200,6 +349,46 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(cast, memory
         ("memory_get", {"id": "abc"}, "id"),
         ("memory_update", {"id": memory["other"].pk}, "Give at least one of title, content or tags"),
         ("memory_update", {"id": memory["other"].pk, "title": "   "}, "title: A title is required."),
+        ("task_create", {"title": "Blocked", "status": "blocked"}, "status\n  Input should be 'pending'"),
+        ("task_create", {"priority": "high"}, "title\n  Field required"),
+        ("task_create", {"title": "   "}, "Invalid arguments: title: A title is required."),
+        (
+            "task_create",
+            {"title": "Outsider's", "assignee": "outsider"},
+            "Invalid arguments: assignee: The assignee must be a member of the project.",
+        ),
+        (
+            "task_create",
+            {"title": "Nobody's", "assignee": "nobody"},
+            "Invalid arguments: assignee: The assignee must be a member of the project.",
+        ),
+        (
+            "task_create",
+            {"title": "Never", "due_date": "2025-02-30"},
+            "due_date\n  Input should be a valid date",
+        ),
+        ("task_update", {"id": mine.pk}, "Give at least one of title, description, status"),
+        ("task_update", {"id": mine.pk, "priority": "asap"}, "priority\n  Input should be 'urgent'"),
+        (
+            "task_update",
+            {"id": mine.pk, "due_date": "next week"},
+            "due_date.date\n  Input should be a valid date",
+        ),
+        (
+            "task_update",
+            {"id": 987654, "status": "done"},
+            "No task #987654 in the projects this key may read.",
+        ),
+        ("task_list", {"status": "open"}, "status\n  Input should be 'pending'"),
+        ("task_list", {"limit": 0}, "limit"),
+        (
+            "wish_to_task",
+            {"item_id": memory["other"].pk},
+            "Invalid arguments: item: Only an item flagged as a wish",
+        ),
+        ("wish_to_task", {"item_id": 987654}, "No memory item #987654"),
+        ("repo_activity", {"days": 0}, "days"),
+        ("repo_activity", {"days": 366}, "days"),
     ]
 
     async def session():
@@ -215,10 +404,21 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(cast, memory
         assert expected in tool_text(result), (name, args, tool_text(result))
     assert not after.is_error
     assert after.structured_content["title"] == "Lunch"
+    assert list(Task.objects.values_list("title", "priority", "status", "due_date")) == [
+        ("Mine", "low", "pending", None)
+    ]
 
 
 def test_a_key_never_sees_another_project(cast, memory):
     secret = new_key(cast.owner)  # unbound: every project of the owner, which Elsewhere is not
+    theirs = task_services.task_create(
+        project=cast.other_project, title="Elsewhere's plan", priority="urgent"
+    )
+    vault = Repository.objects.create(project=cast.other_project, name="vault", url="/srv/vault")
+    commit = Commit.objects.create(
+        repository=vault, sha="b" * 40, author="spy", committed_at=timezone.now(), message="secret"
+    )
+    CommitFile.objects.create(commit=commit, path="vault/keys.py", change_type="A")
 
     async def session():
         async with stdio_client(secret) as client:
@@ -227,9 +427,16 @@ def test_a_key_never_sees_another_project(cast, memory):
             found = await client.call_tool(
                 "memory_query", {"query": "Elsewhere signs JWTs with a hardware key"}
             )
-            return got, deleted, found
+            tasks = {
+                "update": await client.call_tool("task_update", {"id": theirs.pk, "status": "done"}),
+                "list": await client.call_tool("task_list", {}),
+                "next": await client.call_tool("task_next", {}),
+                "wish": await client.call_tool("wish_to_task", {"item_id": memory["secret"].pk}),
+                "activity": await client.call_tool("repo_activity", {"days": 365}),
+            }
+            return got, deleted, found, tasks
 
-    got, deleted, found = run(session())
+    got, deleted, found, tasks = run(session())
 
     for result in (got, deleted):
         assert result.is_error
@@ -239,6 +446,20 @@ def test_a_key_never_sees_another_project(cast, memory):
         assert "Elsewhere" not in tool_text(result)
     assert memory["secret"].pk not in {hit["item"]["id"] for hit in found.structured_content["hits"]}
     assert KnowledgeItem.objects.filter(pk=memory["secret"].pk).exists()
+
+    assert tasks["update"].is_error
+    assert tool_text(tasks["update"]).endswith(f"No task #{theirs.pk} in the projects this key may read.")
+    assert tasks["wish"].is_error
+    assert tool_text(tasks["wish"]).endswith(
+        f"No memory item #{memory['secret'].pk} in the projects this key may read."
+    )
+    assert tasks["list"].structured_content == {"tasks": [], "total": 0}
+    assert tasks["next"].structured_content == {"task": None}
+    assert [r["name"] for r in tasks["activity"].structured_content["repositories"]] == ["app"]
+    for result in tasks.values():
+        assert "Elsewhere" not in tool_text(result) and "vault" not in tool_text(result)
+    theirs.refresh_from_db()
+    assert theirs.status == "pending"
 
 
 def test_the_project_option_narrows_an_unbound_key_and_an_unknown_project_refuses_to_start(cast, memory):
