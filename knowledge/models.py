@@ -49,6 +49,9 @@ class KnowledgeItem(models.Model):
     # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in.
     embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS, null=True, editable=False)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    # Set by a database trigger to the id of the transaction that last wrote the row: how a process's
+    # in-memory copy of a large project's items catches up (knowledge/ranking/matrix.py).
+    version = models.BigIntegerField(null=True, editable=False)
     # SHA-256 of title + "\n" + content: how an import recognises an item it already holds.
     content_hash = models.CharField(max_length=64, editable=False)
     created_by = models.ForeignKey(
@@ -75,6 +78,7 @@ class KnowledgeItem(models.Model):
             GinIndex(name="item_tags_gin", fields=["tags"]),
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
+            models.Index(name="item_project_version", fields=["project", "version"]),
         ]
 
     def __str__(self) -> str:

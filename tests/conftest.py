@@ -59,6 +59,18 @@ def api_client_for(user, *, scopes=("read", "write", "admin"), project: Project 
     return client
 
 
+@pytest.fixture(params=["exact", "matrix"])
+def stream(request, settings):
+    """Each ranking stream in turn: PostgreSQL's exact scan, and the in-memory matrix for large projects."""
+    from knowledge.ranking import forget_caches
+
+    if request.param == "matrix":
+        settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0  # every project counts as large
+    forget_caches()
+    yield request.param
+    forget_caches()
+
+
 @pytest.fixture
 def api_for():
     return api_client_for

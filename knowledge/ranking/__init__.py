@@ -1,3 +1,3 @@
-from knowledge.ranking.search import Hit, SearchFilters, SearchResult, search
+from knowledge.ranking.search import Hit, SearchFilters, SearchResult, forget_caches, search
 
-__all__ = ["Hit", "SearchFilters", "SearchResult", "search"]
+__all__ = ["Hit", "SearchFilters", "SearchResult", "forget_caches", "search"]

@@ -1,9 +1,12 @@
 """The ranking service: the one place that turns a query into ranked, explained hits.
 
-Candidates stream out of pgvector in descending cosine. Each is scored with the spec's formula;
-the stream stops once no unseen item can still enter the top k (its final score is at most
-``score_ceiling(cosine)``), so the top k is exactly the k best items under the formula, not a
-re-sort of the k nearest by cosine.
+Candidates stream in descending cosine. Each is scored with the spec's formula; the stream stops
+once no unseen item can still enter the top k (its final score is at most ``score_ceiling(cosine)``),
+so the top k is exactly the k best items under the formula, not a re-sort of the k nearest by cosine.
+
+Two streams, both exact: up to ``CONTEXTFORGE_EXACT_SCAN_MAX`` candidates (and for every search
+narrowed by tags) PostgreSQL scans and sorts them; above it, the process's in-memory copy of the
+projects' vectors orders them (matrix.py) and each chunk's rows are read from the database.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pgvector.django import CosineDistance
 
 from knowledge import embeddings
 from knowledge.models import TEST_TAG, KnowledgeItem
+from knowledge.ranking import matrix
 from knowledge.ranking.signals import (
     GIT_WINDOW_DAYS,
     Signals,
@@ -35,7 +39,7 @@ from knowledge.ranking.signals import (
 )
 
 EXACT = "exact"
-HNSW = "hnsw"
+MATRIX = "matrix"
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,6 @@ class Hit:
 class SearchResult:
     hits: list[Hit]
     strategy: str
-    candidates: int | None  # items that could match; counted only where the strategy depends on it
     scanned: int  # candidates the stream read before the top k was certain
     embed_ms: float
     took_ms: float
@@ -87,27 +90,59 @@ def live_references(references: list[str], suffixes: frozenset[str]) -> tuple[st
     return tuple(ref for ref in references if ref.strip("/") in suffixes)
 
 
-_ESTIMATE_TTL = 60.0
-_estimate: tuple[float, float] | None = None
+_SIZE_TTL = 60.0
+_table_estimate: tuple[float, float] | None = None
+_project_sizes: dict[tuple[int, ...], tuple[float, int]] = {}
 
 
 def _table_is_small() -> bool:
     """Whether the whole items table is well under the exact-scan threshold (so no count is needed).
 
-    Uses PostgreSQL's own row estimate, cached for a minute. A stale estimate can only choose the
-    exact scan where HNSW would have been faster: never a less exact answer.
+    Uses PostgreSQL's own row estimate, cached for a minute.
     """
-    global _estimate
+    global _table_estimate
     now = time.monotonic()
-    if _estimate is None or now - _estimate[0] > _ESTIMATE_TTL:
+    if _table_estimate is None or now - _table_estimate[0] > _SIZE_TTL:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [KnowledgeItem._meta.db_table]
             )
             row = cursor.fetchone()
-        _estimate = (now, float(row[0]) if row else -1.0)
-    rows = _estimate[1]
+        _table_estimate = (now, float(row[0]) if row else -1.0)
+    rows = _table_estimate[1]
     return 0 <= rows and rows * 1.2 < settings.CONTEXTFORGE_EXACT_SCAN_MAX
+
+
+def _embedded_items_in(project_ids: tuple[int, ...]) -> int:
+    """How many embedded items the projects hold, counted at most once a minute per process.
+
+    The count only chooses between two exact streams, so a stale one costs time, never exactness.
+    """
+    now = time.monotonic()
+    cached = _project_sizes.get(project_ids)
+    if cached is None or now - cached[0] > _SIZE_TTL:
+        count = KnowledgeItem.objects.in_projects(project_ids).embedded().count()
+        cached = _project_sizes[project_ids] = (now, count)
+    return cached[1]
+
+
+def forget_caches() -> None:
+    """Forget the sizes and vectors this process holds (tests; settings changed at run time)."""
+    global _table_estimate
+    _table_estimate = None
+    _project_sizes.clear()
+    matrix.forget()
+
+
+def _choose_stream(project_ids, filters: SearchFilters) -> tuple[str, tuple[int, ...] | None]:
+    if filters.tags or _table_is_small():
+        return EXACT, None  # a tag filter narrows the scan: PostgreSQL reads only the tagged rows
+    if not isinstance(project_ids, list):
+        project_ids = list(project_ids.values_list("id", flat=True))
+    ids = tuple(sorted(project_ids))
+    if _embedded_items_in(ids) > settings.CONTEXTFORGE_EXACT_SCAN_MAX:
+        return MATRIX, ids
+    return EXACT, None
 
 
 def search(
@@ -131,24 +166,26 @@ def search(
 
     scope = KnowledgeItem.objects.in_projects(project_ids)
     candidates_qs = scope.embedded().with_tags(list(filters.tags))
-    candidates = None
-    strategy = EXACT
-    if not _table_is_small():
-        candidates = candidates_qs.count()
-        strategy = EXACT if candidates <= settings.CONTEXTFORGE_EXACT_SCAN_MAX else HNSW
+    strategy, matrix_projects = _choose_stream(project_ids, filters)
 
     top: list[tuple[float, float, int, Signals, tuple[str, ...]]] = []  # min-heap of the best `limit`
     scanned = 0
     live: dict[int, frozenset[str]] | None = None
+    git_possible = True
+
+    def can_enter(cosine: float) -> bool:
+        """Whether an item of this cosine (or any lower one) may still enter the top k."""
+        nonlocal live, git_possible
+        if live is None:
+            live = live_path_suffixes(project_ids, now)
+            git_possible = any(live.values())
+        return len(top) < limit or score_ceiling(cosine, git_possible=git_possible) >= top[0][0]
 
     def consider(row) -> bool:
         """Score one candidate; False once no unseen candidate (cosine <= this one's) can enter the top k."""
-        nonlocal scanned, live
-        item_id, distance, project_id, updated_at, created_at, references, proposal = row
-        cosine = 1.0 - float(distance)
-        if live is None:
-            live = live_path_suffixes(project_ids, now)
-        if len(top) == limit and score_ceiling(cosine, git_possible=any(live.values())) < top[0][0]:
+        nonlocal scanned
+        item_id, cosine, project_id, updated_at, created_at, references, proposal = row
+        if not can_enter(cosine):
             return False
         scanned += 1
         suffixes = live.get(project_id, frozenset())
@@ -165,27 +202,37 @@ def search(
             heapq.heapreplace(top, entry)
         return True
 
-    columns = ("id", "distance", "project_id", "updated_at", "created_at", "references", "is_proposal")
-    distance = CosineDistance("embedding", query_vector)
-    if strategy == EXACT:
-        # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
-        distance = ExpressionWrapper(distance + 0.0, output_field=FloatField())
-    ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id").values_list(*columns)
-    with transaction.atomic(), connection.cursor() as cursor:
-        if strategy == HNSW:
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [settings.CONTEXTFORGE_HNSW_EF_SEARCH])
-            # Iterative scans go on past ef_search in exact distance order, so the stream can stop anywhere.
-            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            ordered = ordered[:candidates]  # an ORDER BY … LIMIT is what lets the planner use HNSW
-        # A server-side cursor: the scan and sort run once, and the stream reads chunk after chunk.
-        for row in ordered.iterator(chunk_size=max(4 * limit, 100)):
-            if not consider(row):
-                break
+    columns = ("id", "project_id", "updated_at", "created_at", "references", "is_proposal")
+    while True:
+        top.clear()
+        scanned = 0
+        if strategy == EXACT:
+            # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+            distance = ExpressionWrapper(
+                CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField()
+            )
+            ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id")
+            # A server-side cursor: the scan and sort run once, and the stream reads chunk after chunk.
+            with transaction.atomic():
+                rows = ordered.values_list("distance", *columns).iterator(chunk_size=max(4 * limit, 100))
+                for distance_value, item_id, *rest in rows:
+                    if not consider((item_id, 1.0 - float(distance_value), *rest)):
+                        break
+        else:
+            for chunk in matrix.nearest(matrix_projects, query_vector):
+                if not can_enter(chunk[0][1]) or not all(consider(row) for row in chunk):
+                    break
+        ranked = sorted(top, key=lambda e: e[:3], reverse=True)
+        items = (
+            KnowledgeItem.objects.select_related("project")
+            .without_embedding()
+            .in_bulk([-e[2] for e in ranked])
+        )
+        missing = [-e[2] for e in ranked if -e[2] not in items]
+        if not missing or strategy == EXACT:
+            break
+        matrix.hide(missing)  # deleted since the copy read them: rank again without them
 
-    ranked = sorted(top, key=lambda e: e[:3], reverse=True)
-    items = (
-        KnowledgeItem.objects.select_related("project").without_embedding().in_bulk([-e[2] for e in ranked])
-    )
     suffixes_of = live or {}
     hits = [
         Hit(
@@ -202,7 +249,6 @@ def search(
     result = SearchResult(
         hits=hits,
         strategy=strategy,
-        candidates=candidates,
         scanned=scanned,
         embed_ms=embed_ms,
         took_ms=0.0,

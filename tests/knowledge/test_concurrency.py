@@ -27,7 +27,7 @@ def call(base: str, secret: str, method: str, path: str, body: dict) -> tuple[in
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_creates_and_updates_lose_nothing(cast, live_server):
+def test_concurrent_creates_and_updates_lose_nothing(cast, live_server, stream):
     secrets = [api_client_for(cast.owner, project=cast.project).secret for _ in range(CLIENTS)]
     shared = call(
         live_server.url, secrets[0], "POST", "/api/v1/items/", {"title": "Shared", "content": "v0"}
@@ -53,6 +53,15 @@ def test_concurrent_creates_and_updates_lose_nothing(cast, live_server):
                 {"content": f"Fact {i} from client {n}, revised."},
             )
             assert status == 200
+            # Searchable at once, while the other clients write: its own text finds it first.
+            status, found = call(
+                live_server.url,
+                secrets[n],
+                "POST",
+                "/api/v1/search/",
+                {"query": f"Client {n} note {i}\nFact {i} from client {n}, revised.", "limit": 1},
+            )
+            assert status == 200 and [hit["item"]["id"] for hit in found["results"]] == [item["id"]]
             # Everyone edits one item at once: each edit must land whole, none half.
             call(
                 live_server.url,
@@ -81,4 +90,5 @@ def test_concurrent_creates_and_updates_lose_nothing(cast, live_server):
     from knowledge.ranking import search
 
     for item in items:
-        assert search(projects=[cast.project], query=item.embedded_text, limit=1).hits[0].item.pk == item.pk
+        found = search(projects=[cast.project], query=item.embedded_text, limit=1)
+        assert found.strategy == stream and found.hits[0].item.pk == item.pk

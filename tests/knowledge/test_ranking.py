@@ -95,24 +95,60 @@ def memory_of_many_ages(cast):
         "who owns authentication tokens?",
     ],
 )
-@pytest.mark.parametrize("limit", [1, 10, 25])
-def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_ages, owner_api, query, limit):
+def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_ages, owner_api, query, stream):
     now = timezone.now()
-    response = owner_api.post("/api/v1/search/", {"query": query, "limit": limit}, format="json")
-    assert response.status_code == 200, response.content
-    got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
-    expected = brute_force(memory_of_many_ages.project, query, limit, now)
-    assert [pk for pk, _ in got] == [pk for pk, _ in expected]
-    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    for limit in (1, 10, 25):
+        response = owner_api.post("/api/v1/search/", {"query": query, "limit": limit}, format="json")
+        assert response.status_code == 200, response.content
+        got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
+        expected = brute_force(memory_of_many_ages.project, query, limit, now)
+        assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
 
 
-def test_hnsw_streaming_finds_the_same_top_k_as_the_exact_scan(memory_of_many_ages, settings):
+def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
+    from knowledge.ranking import forget_caches
+
     project = memory_of_many_ages.project
     exact = search(projects=[project], query="feature flags rollout", limit=10)
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    approximate = search(projects=[project], query="feature flags rollout", limit=10)
-    assert (exact.strategy, approximate.strategy) == ("exact", "hnsw")
-    assert [h.item.pk for h in approximate.hits] == [h.item.pk for h in exact.hits]
+    forget_caches()
+    in_memory = search(projects=[project], query="feature flags rollout", limit=10)
+    narrowed = search(projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("ops",)))
+    forget_caches()
+    assert (exact.strategy, in_memory.strategy, narrowed.strategy) == ("exact", "matrix", "exact")
+    assert [h.item.pk for h in in_memory.hits] == [h.item.pk for h in exact.hits]
+    assert [h.score for h in in_memory.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-5)
+
+
+def test_the_matrix_stream_sees_every_write_at_once(cast, stream):
+    """Creates, re-embedding edits, archives, deletes and test tags are reflected by the next search."""
+    query = "how do we rotate the signing keys"
+    make_item(cast.project, "Lunch", "The team eats at noon.")
+    assert [h.item.title for h in search(projects=[cast.project], query=query, limit=1).hits] == ["Lunch"]
+
+    keys = make_item(cast.project, "Key rotation", "We rotate the signing keys every month.")
+    found = search(projects=[cast.project], query=query, limit=1)
+    assert found.strategy == stream and [h.item.pk for h in found.hits] == [keys.pk]
+
+    services.item_update(item=keys, title="Parking", content="Bikes go in the basement.")
+    hits = search(projects=[cast.project], query=query, limit=2).hits
+    assert [h.item.title for h in hits] == ["Lunch", "Parking"]
+    assert hits[1].signals.cosine == pytest.approx(
+        float(np.dot(embeddings.embed_query(query), KnowledgeItem.objects.get(pk=keys.pk).embedding)),
+        abs=1e-5,
+    )
+
+    services.item_update(item=keys, title="Key rotation", content="We rotate the signing keys every month.")
+    services.item_update(item=keys, tags=["test"])
+    assert [h.item.title for h in search(projects=[cast.project], query=query, limit=1).hits] == ["Lunch"]
+    services.item_update(item=keys, tags=[])
+    services.item_archive(item=keys)
+    assert [h.item.title for h in search(projects=[cast.project], query=query, limit=1).hits] == ["Lunch"]
+    services.item_restore(item=keys)
+    assert [h.item.pk for h in search(projects=[cast.project], query=query, limit=1).hits] == [keys.pk]
+    services.item_delete(item=keys)
+    assert [h.item.title for h in search(projects=[cast.project], query=query, limit=5).hits] == ["Lunch"]
 
 
 def test_the_stream_stops_before_reading_every_candidate(memory_of_many_ages):
@@ -197,3 +233,39 @@ def test_the_more_recent_of_two_similar_items_wins(cast):
 def test_search_only_sees_the_callers_projects(cast):
     make_item(cast.other_project, "Secret plan", "Our secret plan for the auth service.")
     assert search(projects=[cast.project], query="secret plan auth service").hits == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_matrix_stream_sees_a_write_that_commits_after_a_later_one(cast, settings):
+    """A transaction that began first but commits last is still seen (the watermark is the oldest open one)."""
+    import psycopg
+    from django.db import connection
+
+    from knowledge.ranking import forget_caches
+
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    forget_caches()
+    make_item(cast.project, "Lunch", "The team eats at noon.")
+    db = connection.settings_dict
+    dsn = {"host": db["HOST"], "port": db["PORT"] or None, "user": db["USER"], "dbname": db["NAME"]}
+
+    def insert(conn, title: str, content: str) -> int:
+        vector = "[" + ",".join(map(str, embeddings.embed_texts([f"{title}\n{content}"])[0])) + "]"
+        return conn.execute(
+            """INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
+               embedding, embedding_model, content_hash, created_at, updated_at)
+               VALUES (%s, %s, %s, '{}', '{}', false, %s::vector, 'test', 'x', now(), now()) RETURNING id""",
+            [cast.project.pk, title, content, vector],
+        ).fetchone()[0]
+
+    with psycopg.connect(**dsn) as first, psycopg.connect(**dsn, autocommit=True) as second:
+        early = insert(first, "Key rotation", "We rotate the signing keys every month.")  # open, uncommitted
+        assert search(projects=[cast.project], query="rotate signing keys", limit=5).strategy == "matrix"
+        late = insert(second, "Deploys", "We deploy with blue-green releases.")  # begins later, commits first
+        assert late in {
+            h.item.pk for h in search(projects=[cast.project], query="blue-green deploys", limit=5).hits
+        }
+        first.commit()
+    hits = search(projects=[cast.project], query="rotate signing keys", limit=1).hits
+    assert [h.item.pk for h in hits] == [early]
+    forget_caches()
