@@ -28,7 +28,7 @@ from mcpserver.access import Caller, ensure_may_write, readable_projects, requir
 from tasks import selectors as task_selectors
 from tasks import services as task_services
 from tasks.api.serializers import TaskOutputSerializer
-from tasks.api.views import _with_assignee as resolve_assignee
+from tasks.api.views import with_assignee as resolve_assignee
 from tasks.models import Task
 
 # Two items whose embeddings have a cosine at or above this say the same thing in other words

@@ -27,7 +27,7 @@ def _task(request, pk: int, scope: str = "read") -> Task:
     return task
 
 
-def _with_assignee(data: dict) -> dict:
+def with_assignee(data: dict) -> dict:
     """The input with ``assignee`` (a username) resolved to a user; an unknown name is a 400 on the field."""
     if data.get("assignee") is not None:
         user = get_user_model().objects.filter(username=data["assignee"]).first()
@@ -77,7 +77,7 @@ class TaskListCreateApi(GenericAPIView):
         responses={201: s.TaskOutputSerializer},
     )
     def post(self, request):
-        data = _with_assignee(_valid(s.TaskCreateInputSerializer, request.data))
+        data = with_assignee(_valid(s.TaskCreateInputSerializer, request.data))
         project = request_project(request, data.pop("project", None), "write")
         task = services.task_create(project=project, created_by=request.user, **data)
         return Response(s.TaskOutputSerializer(task).data, status=status.HTTP_201_CREATED)
@@ -95,7 +95,7 @@ class TaskDetailApi(APIView):
     )
     def patch(self, request, pk: int):
         task = _task(request, pk, "write")
-        data = _with_assignee(_valid(s.TaskUpdateInputSerializer, request.data))
+        data = with_assignee(_valid(s.TaskUpdateInputSerializer, request.data))
         return Response(s.TaskOutputSerializer(services.task_update(task=task, **data)).data)
 
     @extend_schema(operation_id="tasks_destroy", responses={204: None})
