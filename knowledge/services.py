@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
 from knowledge import embeddings
@@ -23,18 +24,18 @@ from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
 
-TITLE_REQUIRED = "A title is required."
-TITLE_TOO_LONG = "A title has at most {max} characters."
-CONTENT_REQUIRED = "Content is required."
-CONTENT_TOO_LONG = "Content has at most {max} characters."
-TAGS_NOT_A_LIST = "Tags must be a list of strings."
-TAG_INVALID = "A tag is a non-empty string of at most {max} characters without spaces."
-TOO_MANY_TAGS = "An item has at most {max} tags."
-TIMESTAMP_INVALID = "Not an ISO 8601 date-time: {value!r}."
-NOT_AN_OBJECT = "Each item must be a JSON object."
-UNKNOWN_FIELDS = "Unknown field(s): {fields}."
-NUL_CHARACTER = "Must not contain NUL characters."
-PROJECT_UNKNOWN = "No project {slug!r} that you may write to."
+TITLE_REQUIRED = _("A title is required.")
+TITLE_TOO_LONG = _("A title has at most {max} characters.")
+CONTENT_REQUIRED = _("Content is required.")
+CONTENT_TOO_LONG = _("Content has at most {max} characters.")
+TAGS_NOT_A_LIST = _("Tags must be a list of strings.")
+TAG_INVALID = _("A tag is a non-empty string of at most {max} characters without spaces.")
+TOO_MANY_TAGS = _("An item has at most {max} tags.")
+TIMESTAMP_INVALID = _("Not an ISO 8601 date-time: {value!r}.")
+NOT_AN_OBJECT = _("Each item must be a JSON object.")
+UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
+NUL_CHARACTER = _("Must not contain NUL characters.")
+PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
 
 
 def clean_tags(tags) -> list[str]:

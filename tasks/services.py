@@ -13,11 +13,10 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Membership, Project
 from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
+from knowledge.services import NUL_CHARACTER, TITLE_REQUIRED, TITLE_TOO_LONG
 from knowledge.text import without_marker
 from tasks.models import Comment, Priority, Status, Task
 
-TITLE_REQUIRED = _("A title is required.")
-TITLE_TOO_LONG = _("A title has at most {max} characters.")
 DESCRIPTION_TOO_LONG = _("A description has at most {max} characters.")
 STATUS_INVALID = _("Not a status: choose one of {choices}.")
 PRIORITY_INVALID = _("Not a priority: choose one of {choices}.")
@@ -27,7 +26,6 @@ COMMENT_REQUIRED = _("A comment needs some text.")
 NOT_A_WISH = _("Only an item flagged as a wish (TODO:, FIXME:, WISH:, XXX:, HACK:, IDEA:) moves to tasks.")
 ALREADY_MOVED = _("This item has been moved to tasks already.")
 NO_SOURCE = _("This task did not come from memory: there is nothing to bring back.")
-NUL_CHARACTER = _("Must not contain NUL characters.")
 
 TASK_FIELDS = ("title", "description", "status", "priority", "assignee", "due_date", "tags")
 

@@ -478,3 +478,26 @@ def test_api_errors_answer_in_the_language_of_the_request(owner_api):
     assert (
         answer.json()["detail"] == "Se requiere autenticación: envía 'Authorization: Bearer <clave de API>'."
     )
+
+
+@pytest.mark.django_db
+def test_service_errors_answer_in_the_language_of_the_request(owner_api, cast):
+    spanish = {"HTTP_ACCEPT_LANGUAGE": "es"}
+    line = '{"title": "Old", "content": "x", "created_at": "yesterday"}'
+    report = owner_api.post(
+        "/api/v1/items/import/", line, content_type="application/x-ndjson", **spanish
+    ).json()
+    assert report["errors"][0]["errors"] == {"created_at": ["No es una fecha y hora ISO 8601: 'yesterday'."]}
+    tags = owner_api.post(
+        "/api/v1/items/", {"title": "t", "content": "x", "tags": ["a b"]}, format="json", **spanish
+    )
+    assert tags.json()["tags"] == [
+        "Una etiqueta es un texto no vacío de como máximo 64 caracteres, sin espacios."
+    ]
+    fact = make_item(cast.project, "Deploys", "Blue-green.")
+    moved = owner_api.post(f"/api/v1/items/{fact.pk}/to-task/", **spanish)
+    assert moved.status_code == 400 and moved.json()["item"][0].startswith(
+        "Solo un elemento marcado como deseo"
+    )
+    english = owner_api.post("/api/v1/items/", {"title": "t", "content": "x", "tags": ["a b"]}, format="json")
+    assert english.json()["tags"] == ["A tag is a non-empty string of at most 64 characters without spaces."]
