@@ -51,12 +51,33 @@ ATTRIBUTES = ("id", "project_id", "updated_at", "created_at", "references", "is_
 
 @dataclass
 class _Snapshot:
+    """Rows ``[:size]`` of the arrays are items; the arrays have room to grow without a copy per write."""
+
     ids: np.ndarray  # int64, one per row
     vectors: np.ndarray  # float32, (rows, DIMENSIONS), unit length
     searchable: np.ndarray  # bool: embedded, in memory, not a test fixture, not deleted
     attributes: list[tuple]  # ATTRIBUTES[1:] per row, as the ranking service reads them
     row_of: dict[int, int]
     watermark: int  # read again every row stamped at or after this transaction id
+    size: int
+
+    def append(self, ids: list[int], vectors: list, attributes: list[tuple]) -> None:
+        end = self.size + len(ids)
+        if end > len(self.ids):  # grow by half: a write costs a copy of the matrix once in a while
+            capacity = max(end, len(self.ids) * 3 // 2, 1024)
+            self.ids = np.resize(self.ids, capacity)
+            self.vectors = np.concatenate(
+                [self.vectors, np.empty((capacity - len(self.vectors), DIMENSIONS), np.float32)]
+            )
+            self.searchable = np.concatenate(
+                [self.searchable, np.zeros(capacity - len(self.searchable), bool)]
+            )
+        self.ids[self.size : end] = ids
+        self.vectors[self.size : end] = vectors
+        self.searchable[self.size : end] = True
+        self.attributes.extend(attributes)
+        self.row_of.update({item_id: self.size + k for k, item_id in enumerate(ids)})
+        self.size = end
 
 
 _snapshots: dict[int, _Snapshot] = {}
@@ -93,9 +114,8 @@ def _load(cursor, project_id: int) -> _Snapshot:
     ids, vectors = ids[keep], vectors[keep]
     attributes = [by_id[i] for i in ids.tolist()]
     searchable = np.ones(len(ids), dtype=bool)
-    return _Snapshot(
-        ids, vectors, searchable, attributes, {i: n for n, i in enumerate(ids.tolist())}, watermark
-    )
+    row_of = {i: n for n, i in enumerate(ids.tolist())}
+    return _Snapshot(ids, vectors, searchable, attributes, row_of, watermark, size=len(ids))
 
 
 def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
@@ -118,12 +138,7 @@ def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
             fresh_vectors.append(embedding)
             fresh_attributes.append(tuple(attributes[1:]))
     if fresh_ids:
-        start = len(snapshot.ids)
-        snapshot.ids = np.concatenate([snapshot.ids, np.asarray(fresh_ids, dtype=np.int64)])
-        snapshot.vectors = np.concatenate([snapshot.vectors, np.asarray(fresh_vectors, dtype=np.float32)])
-        snapshot.searchable = np.concatenate([snapshot.searchable, np.ones(len(fresh_ids), dtype=bool)])
-        snapshot.attributes.extend(fresh_attributes)
-        snapshot.row_of.update({item_id: start + k for k, item_id in enumerate(fresh_ids)})
+        snapshot.append(fresh_ids, fresh_vectors, fresh_attributes)
     snapshot.watermark = watermark
 
 
@@ -150,9 +165,10 @@ def nearest(
         attributes = (
             snapshots[0].attributes if len(snapshots) == 1 else [a for s in snapshots for a in s.attributes]
         )
-        ids = np.concatenate([s.ids for s in snapshots])
-        cosines = np.concatenate([s.vectors @ query_vector.astype(np.float32) for s in snapshots])
-        remaining = np.flatnonzero(np.concatenate([s.searchable for s in snapshots]))
+        query = query_vector.astype(np.float32)
+        ids = np.concatenate([s.ids[: s.size] for s in snapshots])
+        cosines = np.concatenate([s.vectors[: s.size] @ query for s in snapshots])
+        remaining = np.flatnonzero(np.concatenate([s.searchable[: s.size] for s in snapshots]))
     size = first
     while len(remaining):
         if len(remaining) > size:
