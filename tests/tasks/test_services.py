@@ -20,9 +20,11 @@ pytestmark = pytest.mark.django_db
 
 
 def item_row(item_id: int) -> dict:
-    """Every column of an item as stored, the embedding's floats included."""
+    """Every column of an item as stored, the embedding's floats included, but ``version``: the trigger's
+    stamp of the last writing transaction, which must change for the ranking's in-memory copy to notice."""
     row = KnowledgeItem.objects.filter(pk=item_id).values().get()
     row["embedding"] = [float(x) for x in row["embedding"]]
+    del row["version"]
     return row
 
 
