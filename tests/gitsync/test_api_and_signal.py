@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from contextforge.celery import app as celery_app
 from gitsync import services
 from gitsync.models import Commit, Repository
+from knowledge.ranking import search
 from tests.conftest import api_client_for
 from tests.knowledge.factories import make_item
 
@@ -96,7 +97,7 @@ def test_a_signed_push_webhook_queues_a_sync_and_a_bad_signature_queues_nothing(
 
 
 @pytest.mark.django_db
-def test_an_item_naming_a_live_file_outranks_the_same_item_naming_none(cast, source, owner_api):
+def test_an_item_naming_a_live_file_outranks_the_same_item_naming_none(cast, source, owner_api, stream):
     services.repository_sync(
         repository=services.repository_create(project=cast.project, name="app", url=str(source.path))
     )
@@ -108,6 +109,7 @@ def test_an_item_naming_a_live_file_outranks_the_same_item_naming_none(cast, sou
     )
     plain = make_item(cast.project, "Token signing", "We sign session tokens in th.ts with HMAC.")
     hits = owner_api.post("/api/v1/search/", {"query": "how are session tokens signed"}, format="json").json()
+    assert search(projects=[cast.project], query="how are session tokens signed").strategy == stream
     by_id = {hit["item"]["id"]: hit for hit in hits["results"]}
     assert by_id[anchored.pk]["signals"]["git"] == 1.0
     assert by_id[anchored.pk]["live_references"] == ["lib/auth.ts"]
