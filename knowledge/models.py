@@ -5,7 +5,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import ExpressionWrapper, Q
-from pgvector.django import CosineDistance, HnswIndex, VectorField
+from pgvector.django import CosineDistance, VectorField
 
 from accounts.models import Project
 
@@ -46,7 +46,9 @@ class KnowledgeItem(models.Model):
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     references = ArrayField(models.CharField(max_length=500), default=list, blank=True, editable=False)
     is_proposal = models.BooleanField(default=False, editable=False)
-    # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in.
+    # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in. No
+    # vector index: ranking scans exactly (PostgreSQL for small projects, an in-memory copy for large
+    # ones), and an HNSW index slowed every insert of a bulk import (knowledge/ranking/matrix.py).
     embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS, null=True, editable=False)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
     # Set by a database trigger to the id of the transaction that last wrote the row: how a process's
@@ -68,13 +70,6 @@ class KnowledgeItem(models.Model):
     class Meta:
         ordering = ["-updated_at", "-id"]
         indexes = [
-            HnswIndex(
-                name="item_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
             GinIndex(name="item_tags_gin", fields=["tags"]),
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
