@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import FloatField
+from django.db.models import Exists, FloatField, OuterRef
 from django.db.models.functions import Cast, Extract
 
-from knowledge.models import TEST_TAG, KnowledgeItem
+from knowledge.models import KnowledgeItem
 
 DIMENSIONS = settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS
 # One row of `COPY (SELECT id, embedding …) TO STDOUT (FORMAT BINARY)`: field count, then each field's
@@ -49,21 +49,19 @@ _ROW = np.dtype(
 )
 _HEADER, _TRAILER = 19, 2
 FIRST_CHUNK = 1024  # a search at 100,000 items typically reads 600-800 candidates
-ATTRIBUTES = ("id", "project_id", "updated_at", "created_at", "references", "is_proposal")
 # Timestamps are held as POSIX seconds: reading 100,000 of them as floats takes a fraction of parsing
 # them as ISO text, and only the candidates a search reads become datetimes again.
 _EPOCH = {name: Cast(Extract(name, "epoch"), FloatField()) for name in ("updated_at", "created_at")}
 
 
-def _as_stamps(attributes) -> tuple:
-    project_id, updated_at, created_at, references, proposal = attributes
-    return (
-        project_id,
-        updated_at.timestamp(),
-        created_at.timestamp() if created_at else None,
-        references,
-        proposal,
-    )
+ATTRIBUTES = 5  # (project id, updated and created as POSIX seconds, references, wish flag)
+
+
+def _attributes(items, *extra: str) -> dict[int, tuple]:
+    """id -> the ATTRIBUTES of each of ``items``, then the ``extra`` columns."""
+    stamped = items.annotate(updated_epoch=_EPOCH["updated_at"], created_epoch=_EPOCH["created_at"])
+    columns = ("id", "project_id", "updated_epoch", "created_epoch", "references", "is_proposal", *extra)
+    return {row[0]: row[1:] for row in stamped.values_list(*columns)}
 
 
 def _as_datetimes(attributes) -> tuple:
@@ -84,7 +82,7 @@ class _Snapshot:
     ids: np.ndarray  # int64, one per row
     vectors: np.ndarray  # float32, (rows, DIMENSIONS), unit length
     searchable: np.ndarray  # bool: embedded, in memory, not a test fixture, not deleted
-    attributes: list[tuple]  # ATTRIBUTES[1:] per row, as the ranking service reads them
+    attributes: list[tuple]  # the ATTRIBUTES of each row, as _attributes reads them
     row_of: dict[int, int]
     watermark: int  # read again every row stamped at or after this transaction id
     size: int
@@ -135,9 +133,7 @@ def _load(cursor, project_id: int) -> _Snapshot:
     watermark = _oldest_running_transaction(cursor)
     items = _searchable(project_id)
     ids, vectors = _vectors(cursor, items)
-    stamped = items.annotate(updated_epoch=_EPOCH["updated_at"], created_epoch=_EPOCH["created_at"])
-    columns = ("id", "project_id", "updated_epoch", "created_epoch", "references", "is_proposal")
-    by_id = {row[0]: row[1:] for row in stamped.values_list(*columns)}
+    by_id = _attributes(items)
     # A row written between the two reads is in one of them only: leave it out; its stamp is past the
     # watermark, so the next refresh brings it in as it is then.
     keep = np.fromiter((i in by_id for i in ids.tolist()), dtype=bool, count=len(ids))
@@ -149,24 +145,26 @@ def _load(cursor, project_id: int) -> _Snapshot:
 
 
 def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
+    """Catch up with the rows written since the last read (one query, usually of no rows)."""
     watermark = _oldest_running_transaction(cursor)
-    changed = KnowledgeItem.objects.filter(project_id=project_id, version__gte=snapshot.watermark)
+    changed = KnowledgeItem.objects.filter(project_id=project_id, version__gte=snapshot.watermark).annotate(
+        # Searchable as the initial load defines it, so the two can never disagree.
+        searchable=Exists(_searchable(project_id).filter(pk=OuterRef("pk")))
+    )
     fresh_ids, fresh_vectors, fresh_attributes = [], [], []
-    for *attributes, tags, archived_at, embedding in changed.values_list(
-        *ATTRIBUTES, "tags", "archived_at", "embedding"
-    ):
-        item_id = attributes[0]
-        searchable = embedding is not None and archived_at is None and TEST_TAG not in tags
+    for item_id, (*attributes, searchable, embedding) in _attributes(
+        changed, "searchable", "embedding"
+    ).items():
         row = snapshot.row_of.get(item_id)
         if row is not None:
             snapshot.searchable[row] = searchable
             if searchable:
                 snapshot.vectors[row] = embedding
-                snapshot.attributes[row] = _as_stamps(attributes[1:])
+                snapshot.attributes[row] = tuple(attributes)
         elif searchable:
             fresh_ids.append(item_id)
             fresh_vectors.append(embedding)
-            fresh_attributes.append(_as_stamps(attributes[1:]))
+            fresh_attributes.append(tuple(attributes))
     if fresh_ids:
         snapshot.append(fresh_ids, fresh_vectors, fresh_attributes)
     snapshot.watermark = watermark
@@ -186,7 +184,7 @@ def _snapshots_of(project_ids: Sequence[int]) -> list[_Snapshot]:
 def nearest(
     project_ids: Sequence[int], query_vector: np.ndarray, *, first: int = FIRST_CHUNK
 ) -> Iterator[list[tuple]]:
-    """Every searchable item of ``project_ids`` as chunks of (id, cosine, *ATTRIBUTES[1:]) rows, in
+    """Every searchable item of ``project_ids`` as chunks of (id, cosine, project id, updated, created, references, wish flag) rows, in
     descending cosine, ties by id. Chunks double in size: most searches stop inside the first, so only
     it is sorted, not everything.
     """
