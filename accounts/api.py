@@ -47,6 +47,12 @@ def request_project(request, slug: str | None, scope: str) -> Project:
     raise ApplicationError(PROJECT_REQUIRED, field="project")
 
 
+def projects_named(request, slug: str | None, scope: str = "read"):
+    """The project ``slug`` names (checked as request_project checks it), or without a slug every
+    project the request reaches: what a ``?project=`` filter or a body's ``project`` narrows to."""
+    return [request_project(request, slug, scope)] if slug else request_projects(request, scope)
+
+
 def ensure_may(request, project: Project, scope: str) -> None:
     """403 when the caller sees ``project`` but may not act there with ``scope``."""
     if not request_projects(request, scope).filter(pk=project.pk).exists():

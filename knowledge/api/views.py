@@ -12,7 +12,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.api import ensure_may, request_project, request_projects
+from accounts.api import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
 from knowledge import embeddings, selectors, services
 from knowledge.api import serializers as s
@@ -29,11 +29,6 @@ COMMON_ERRORS = {400: FIELD_ERRORS, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
 class ItemListCreateApi(GenericAPIView):
     serializer_class = s.ItemOutputSerializer
 
-    def get_queryset(self):
-        return selectors.items_for(
-            projects=request_projects(self.request), tag=self.request.query_params.get("tag")
-        )
-
     @extend_schema(
         operation_id="items_list",
         parameters=[
@@ -43,9 +38,10 @@ class ItemListCreateApi(GenericAPIView):
         responses={200: s.ItemOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
     )
     def get(self, request):
-        items = self.get_queryset()
-        if slug := request.query_params.get("project"):
-            items = items.filter(project=request_project(request, slug, "read"))
+        items = selectors.items_for(
+            projects=projects_named(request, request.query_params.get("project")),
+            tag=request.query_params.get("tag"),
+        )
         page = self.paginate_queryset(items)
         return self.get_paginated_response(s.ItemOutputSerializer(page, many=True).data)
 
@@ -112,8 +108,7 @@ class SearchApi(APIView):
         data = _valid(s.SearchInputSerializer, request.data)
         if not data["query"].strip():
             raise ApplicationError(_("The query must not be blank."), field="query")
-        slug = data.get("project")
-        projects = [request_project(request, slug, "read")] if slug else request_projects(request)
+        projects = projects_named(request, data.get("project"))
         filters = SearchFilters(tags=tuple(data.get("filters", {}).get("tags", [])))
         try:
             result = search(projects=projects, query=data["query"], filters=filters, limit=data["limit"])
@@ -195,9 +190,8 @@ class ItemExportApi(APIView):
         description="Every item you may read, as JSON Lines that the import reads back unchanged.",
     )
     def get(self, request):
-        items = selectors.items_for(projects=request_projects(request)).order_by("id")
-        if slug := request.query_params.get("project"):
-            items = items.filter(project=request_project(request, slug, "read"))
+        projects = projects_named(request, request.query_params.get("project"))
+        items = selectors.items_for(projects=projects).order_by("id")
         lines = (
             json.dumps(services.export_record(item), ensure_ascii=False) + "\n"
             for item in items.iterator(2000)

@@ -8,7 +8,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.api import ensure_may, request_project, request_projects
+from accounts.api import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
 from knowledge import selectors as knowledge_selectors
 from knowledge.api.views import _valid
@@ -60,14 +60,12 @@ class TaskListCreateApi(GenericAPIView):
     )
     def get(self, request):
         tasks = selectors.tasks_for(
-            projects=request_projects(request),
+            projects=projects_named(request, request.query_params.get("project")),
             status=_choice(request, "status", Status.values),
             priority=_choice(request, "priority", Priority.values),
             assignee=request.query_params.get("assignee") or None,
             tag=request.query_params.get("tag") or None,
         )
-        if slug := request.query_params.get("project"):
-            tasks = tasks.filter(project=request_project(request, slug, "read"))
         page = self.paginate_queryset(tasks)
         return self.get_paginated_response(s.TaskOutputSerializer(page, many=True).data)
 
@@ -112,10 +110,7 @@ class TaskNextApi(APIView):
         "then the oldest. 404 when nothing is open.",
     )
     def get(self, request):
-        projects = request_projects(request)
-        if slug := request.query_params.get("project"):
-            projects = [request_project(request, slug, "read")]
-        task = selectors.task_next(projects=projects)
+        task = selectors.task_next(projects=projects_named(request, request.query_params.get("project")))
         if task is None:
             raise ApplicationError(NO_OPEN_TASK, status_code=404)
         return Response(s.TaskOutputSerializer(task).data)
