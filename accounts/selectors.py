@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ROLE_SCOPES, ApiKey, Membership, Project
 
@@ -14,6 +16,19 @@ def projects_for(*, user, scope: str = "read", api_key: ApiKey | None = None) ->
     if api_key is not None and api_key.project_id is not None:
         projects = projects.filter(pk=api_key.project_id)
     return projects
+
+
+CHANGES_FORBIDDEN = _("Your role in this project does not allow changes.")
+
+
+def may_change(*, user, project_id: int) -> bool:
+    """Whether ``user``'s role in the project allows writes (the dashboard's check; keys have ensure_may)."""
+    return projects_for(user=user, scope="write").filter(pk=project_id).exists()
+
+
+def ensure_may_change(*, user, project_id: int) -> None:
+    if not may_change(user=user, project_id=project_id):
+        raise PermissionDenied(CHANGES_FORBIDDEN)
 
 
 def role_in(*, user, project: Project) -> str | None:

@@ -3,14 +3,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.selectors import projects_for
+from accounts.selectors import ensure_may_change, may_change, projects_for
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ItemForm, SearchForm
 from knowledge.models import TEST_TAG
@@ -46,7 +46,7 @@ def item_list(request):
 @require_GET
 def item_detail(request, pk: int):
     item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
-    may_write = projects_for(user=request.user, scope="write").filter(pk=item.project_id).exists()
+    may_write = may_change(user=request.user, project_id=item.project_id)
     from gitsync import selectors as git
 
     last_change = git.last_change_of(project_id=item.project_id, paths=item.references)
@@ -89,8 +89,7 @@ def item_create(request):
 
 def _writable_item(request, pk: int):
     item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
-    if not projects_for(user=request.user, scope="write").filter(pk=item.project_id).exists():
-        raise PermissionDenied(_("Your role in this project does not allow changes."))
+    ensure_may_change(user=request.user, project_id=item.project_id)
     return item
 
 

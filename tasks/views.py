@@ -7,38 +7,40 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
-from accounts.selectors import projects_for
+from accounts.selectors import CHANGES_FORBIDDEN, ensure_may_change, may_change, projects_for
 from knowledge import selectors as knowledge_selectors
 from knowledge.views import _apply_errors
 from tasks import selectors, services
 from tasks.forms import BoardFilterForm, CommentForm, TaskForm
 from tasks.models import Status, Task
 
-FORBIDDEN = gettext_lazy("Your role in this project does not allow changes.")
-
-
-def _writable(request, project_id: int) -> None:
-    if not projects_for(user=request.user, scope="write").filter(pk=project_id).exists():
-        raise PermissionDenied(FORBIDDEN)
+FILTERS = ("assignee", "priority", "tag")
 
 
 def _task(request, pk: int, *, write: bool = False) -> Task:
     task = selectors.task_get(projects=projects_for(user=request.user), pk=pk)
     if write:
-        _writable(request, task.project_id)
+        ensure_may_change(user=request.user, project_id=task.project_id)
     return task
 
 
-def _board_query(request) -> str:
+def _filters(request) -> dict[str, str]:
     """The board's filters from the request (query string, or the fields htmx includes in a POST)."""
     data = request.POST if request.method == "POST" else request.GET
-    return "&".join(f"{name}={data[name]}" for name in ("assignee", "priority", "tag") if data.get(name))
+    return {name: data[name] for name in FILTERS if data.get(name)}
+
+
+def _require_some_write(request):
+    writable = projects_for(user=request.user, scope="write")
+    if not writable.exists():
+        raise PermissionDenied(CHANGES_FORBIDDEN)
+    return writable
 
 
 def _back_to_board(request):
@@ -52,11 +54,8 @@ def _board(request, *, create_form: TaskForm | None = None, status: int = 200):
     projects = projects_for(user=request.user)
     writable = projects_for(user=request.user, scope="write")
     members = selectors.members_of(projects=projects)
-    data = request.POST if request.method == "POST" else request.GET
     filter_form = BoardFilterForm(
-        {name: data.get(name, "") for name in ("assignee", "priority", "tag")},
-        members=members,
-        tags=selectors.tags_in(projects=projects),
+        _filters(request), members=members, tags=selectors.tags_in(projects=projects)
     )
     context = {
         "columns": selectors.board(projects=projects, **filter_form.filters()),
@@ -64,8 +63,8 @@ def _board(request, *, create_form: TaskForm | None = None, status: int = 200):
         "create_form": create_form or TaskForm(projects=writable, members=members, quick=True),
         "may_write": writable.exists(),
         "statuses": Status.choices,
-        "board_query": _board_query(request),
-        "wish_count": knowledge_selectors.overview_counts(projects=projects)["proposals"],
+        "board_query": urlencode(_filters(request)),
+        "wish_count": selectors.wishes_for(projects=projects).count(),
     }
     template = "tasks/board.html#board" if request.htmx else "tasks/board.html"
     return render(request, template, context, status=status)
@@ -78,9 +77,7 @@ def board(request):
 
 @require_POST
 def task_create(request):
-    writable = projects_for(user=request.user, scope="write")
-    if not writable.exists():
-        raise PermissionDenied(FORBIDDEN)
+    writable = _require_some_write(request)
     quick = request.POST.get("quick") == "1"
     members = selectors.members_of(projects=writable)
     form = TaskForm(request.POST, projects=writable, members=members, quick=quick)
@@ -100,9 +97,7 @@ def task_create(request):
 
 @require_GET
 def task_new(request):
-    writable = projects_for(user=request.user, scope="write")
-    if not writable.exists():
-        raise PermissionDenied(FORBIDDEN)
+    writable = _require_some_write(request)
     form = TaskForm(projects=writable, members=selectors.members_of(projects=writable))
     return render(request, "tasks/task_form.html", {"form": form, "task": None})
 
@@ -133,22 +128,25 @@ def task_edit(request, pk: int):
             if request.htmx:  # the form stood in for its card; the answer is the whole board
                 return reswap(retarget(_board(request), "#board"), "outerHTML")
             return redirect("tasks:task", pk=task.pk)
-    context = {"form": form, "task": task, "board_query": _board_query(request)}
+    context = {"form": form, "task": task, "board_query": urlencode(_filters(request))}
     if request.htmx:  # the card turns into its form, in place
         return render(request, "tasks/task_form.html#card-form", context)
     return render(request, "tasks/task_form.html", context, status=400 if form.errors else 200)
 
 
-@require_GET
-def task_detail(request, pk: int):
-    task = _task(request, pk)
+def _detail(request, task: Task, comment_form: CommentForm, *, status: int = 200):
     context = {
         "task": task,
         "comments": task.comments.select_related("author"),
-        "comment_form": CommentForm(),
-        "may_write": projects_for(user=request.user, scope="write").filter(pk=task.project_id).exists(),
+        "comment_form": comment_form,
+        "may_write": may_change(user=request.user, project_id=task.project_id),
     }
-    return render(request, "tasks/task_detail.html", context)
+    return render(request, "tasks/task_detail.html", context, status=status)
+
+
+@require_GET
+def task_detail(request, pk: int):
+    return _detail(request, _task(request, pk), CommentForm())
 
 
 @require_POST
@@ -162,13 +160,7 @@ def task_comment(request, pk: int):
             _apply_errors(form, exc)
         else:
             return redirect("tasks:task", pk=task.pk)
-    context = {
-        "task": task,
-        "comments": task.comments.select_related("author"),
-        "comment_form": form,
-        "may_write": True,
-    }
-    return render(request, "tasks/task_detail.html", context, status=400)
+    return _detail(request, task, form, status=400)
 
 
 @require_POST
@@ -225,7 +217,7 @@ def wishes_move(request):
 @require_POST
 def item_to_task(request, pk: int):
     item = knowledge_selectors.item_get(projects=projects_for(user=request.user), pk=pk)
-    _writable(request, item.project_id)
+    ensure_may_change(user=request.user, project_id=item.project_id)
     try:
         task = services.wish_to_task(item=item, created_by=request.user)
     except ValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
@@ -207,3 +208,16 @@ def test_the_wishes_page_moves_several_at_once_and_the_overview_links_to_it(sign
     assert "Moved 2 wishes to tasks." in answer.content.decode()
     assert sorted(Task.objects.values_list("title", flat=True)) == ["dark mode", "keyboard shortcuts"]
     assert "No wishes in memory" in signed_in.get("/dashboard/tasks/wishes/").content.decode()
+
+
+def test_the_boards_filters_survive_a_move_even_with_characters_a_url_must_escape(signed_in, cast):
+    task = make_task(cast.project, "Research", tags=["r&d"])
+    page = signed_in.get("/dashboard/tasks/", {"tag": "r&d"})
+    assert column_titles(page, "pending") == ["Research"]
+    # Every form's way back (the card's move, the quick create, the language switcher) keeps the filter whole.
+    backs = re.findall(r'name="next" value="([^"]*)"', page.content.decode())
+    assert len(backs) == 3 and set(backs) == {"/dashboard/tasks/?tag=r%26d"}
+    moved = signed_in.post(
+        f"/dashboard/tasks/{task.pk}/move/", {"status": "done", "next": "/dashboard/tasks/?tag=r%26d"}
+    )
+    assert column_titles(signed_in.get(moved["Location"]), "done") == ["Research"]
