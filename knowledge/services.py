@@ -59,20 +59,28 @@ def clean_tags(tags) -> list[str]:
     return list(cleaned)
 
 
+def title_error(title) -> str | None:
+    """What is wrong with a title (an item's or a task's), if anything."""
+    if not isinstance(title, str) or not title.strip():
+        return TITLE_REQUIRED
+    if len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
+        return TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    if "\x00" in title:
+        return NUL_CHARACTER
+    return None
+
+
 def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
     """Validate an item's editable fields, raising one ValidationError that names each bad field."""
     errors: dict[str, str] = {}
-    if not isinstance(title, str) or not title.strip():
-        errors["title"] = TITLE_REQUIRED
-    elif len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
-        errors["title"] = TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    if error := title_error(title):
+        errors["title"] = error
     if not isinstance(content, str) or not content.strip():
         errors["content"] = CONTENT_REQUIRED
     elif len(content) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
         errors["content"] = CONTENT_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
-    for name, value in (("title", title), ("content", content)):
-        if isinstance(value, str) and "\x00" in value:
-            errors[name] = NUL_CHARACTER
+    if isinstance(content, str) and "\x00" in content:
+        errors["content"] = NUL_CHARACTER
     try:
         tags = clean_tags(tags)
     except ValidationError as exc:

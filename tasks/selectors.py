@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from knowledge.models import KnowledgeItem
@@ -57,10 +57,4 @@ def wishes_for(*, projects) -> QuerySet[KnowledgeItem]:
         .filter(is_proposal=True)
         .select_related("project")
         .without_embedding()
-    )
-
-
-def counts(*, projects) -> dict:
-    return Task.objects.in_projects(projects).aggregate(
-        open=Count("id", filter=~Q(status=Status.DONE)), done=Count("id", filter=Q(status=Status.DONE))
     )

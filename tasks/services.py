@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Membership, Project
 from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
-from knowledge.services import NUL_CHARACTER, TITLE_REQUIRED, TITLE_TOO_LONG
+from knowledge.services import NUL_CHARACTER
 from knowledge.text import without_marker
 from tasks.models import Comment, Priority, Status, Task
 
@@ -32,24 +32,23 @@ TASK_FIELDS = ("title", "description", "status", "priority", "assignee", "due_da
 
 def _clean(project: Project, values: dict) -> dict:
     """Validate task fields (any subset of TASK_FIELDS), raising one ValidationError naming each bad one."""
+    unknown = set(values) - set(TASK_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown task field(s): {', '.join(sorted(unknown))}")
     errors: dict[str, str] = {}
     cleaned = dict(values)
     if "title" in values:
-        title = values["title"]
-        if not isinstance(title, str) or not title.strip():
-            errors["title"] = TITLE_REQUIRED
-        elif len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
-            errors["title"] = TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+        if error := knowledge_services.title_error(values["title"]):
+            errors["title"] = error
         else:
-            cleaned["title"] = title.strip()
+            cleaned["title"] = values["title"].strip()
     if "description" in values:
         description = values["description"] or ""
         if not isinstance(description, str) or len(description) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
             errors["description"] = DESCRIPTION_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
+        elif "\x00" in description:
+            errors["description"] = NUL_CHARACTER
         cleaned["description"] = description
-    for name in ("title", "description"):
-        if isinstance(values.get(name), str) and "\x00" in values[name]:
-            errors[name] = NUL_CHARACTER
     if "status" in values and values["status"] not in Status.values:
         errors["status"] = STATUS_INVALID.format(choices=", ".join(Status.values))
     if "priority" in values and values["priority"] not in Priority.values:
@@ -70,9 +69,6 @@ def _clean(project: Project, values: dict) -> dict:
 
 
 def task_create(*, project: Project, title: str, created_by=None, source_item=None, **fields) -> Task:
-    unknown = set(fields) - set(TASK_FIELDS)
-    if unknown:
-        raise TypeError(f"unknown task field(s): {', '.join(sorted(unknown))}")
     cleaned = _clean(project, {"title": title, **fields})
     with transaction.atomic():
         # One writer at a time per project hands out the next number.
@@ -84,9 +80,6 @@ def task_create(*, project: Project, title: str, created_by=None, source_item=No
 
 
 def task_update(*, task: Task, **fields) -> Task:
-    unknown = set(fields) - set(TASK_FIELDS)
-    if unknown:
-        raise TypeError(f"unknown task field(s): {', '.join(sorted(unknown))}")
     with transaction.atomic():
         current = Task.objects.select_for_update().get(pk=task.pk)
         cleaned = _clean(current.project, fields)
