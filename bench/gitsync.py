@@ -154,6 +154,8 @@ def ensure_source(commits: int) -> tuple[Path, float]:
     if (SOURCE_DIR / ".git").exists():
         try:
             if int(git("rev-list", "--count", "main", cwd=SOURCE_DIR)) == commits:
+                if not any((SOURCE_DIR / ".git" / "objects" / "pack").glob("*.bitmap")):
+                    repack(SOURCE_DIR)  # made before the benchmark repacked its source
                 return SOURCE_DIR, 0.0
         except (RuntimeError, ValueError):
             pass
@@ -165,10 +167,18 @@ def ensure_source(commits: int) -> tuple[Path, float]:
     git("config", "uploadpack.allowFilter", "true", cwd=SOURCE_DIR)
     git("fast-import", "--quiet", "--done", cwd=SOURCE_DIR, input=fast_import_stream(commits))
     git("reset", "-q", "--hard", "main", cwd=SOURCE_DIR)  # a working tree, as a non-bare repo has
+    repack(SOURCE_DIR)
     count = int(git("rev-list", "--count", "main", cwd=SOURCE_DIR))
     if count != commits:
         raise RuntimeError(f"generated {count} commits, wanted {commits}")
     return SOURCE_DIR, time.perf_counter() - started
+
+
+def repack(path: Path) -> None:
+    """One pack with a reachability bitmap, as git-fast-import(1) advises after an import (its packs
+    are not optimal) and as hosting servers keep repositories: the clone's object walk then reads
+    the bitmap instead of every tree (0.20 s of a 0.48 s clone of 5,000 commits without it)."""
+    git("repack", "-a", "-d", "-b", "-q", cwd=path)
 
 
 def baseline_dir(repo: str) -> Path:

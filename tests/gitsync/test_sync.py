@@ -69,6 +69,40 @@ def test_a_disabled_repository_makes_nothing_live(cast, source):
     assert live(cast) == frozenset()
 
 
+def test_commits_are_stored_as_git_has_them_however_odd_their_text(cast, source):
+    """Tabs, newlines, backslashes and non-ASCII in messages, authors and paths survive COPY's text format."""
+
+    def odd_commit(tag: str) -> str:
+        message = f"Odd {tag}\tcommit with a \\ backslash, \\N and ümlauts\n\nSecond\tparagraph\\n\nThird"
+        author = {"GIT_AUTHOR_NAME": f"Zoë \\ O'Brien {tag}", "GIT_AUTHOR_EMAIL": "zoe@example.com"}
+        paths = {f"docs/odd {tag}\tname\\x.md": "odd\n", f"src/ñ/{tag}.py": "x = 1\n"}
+        for name, text in paths.items():
+            (source.path / name).parent.mkdir(parents=True, exist_ok=True)
+            (source.path / name).write_text(text)
+            source.git("add", name)
+        source.git("commit", "-q", "-m", message, env=author)
+        return source.git("rev-parse", "HEAD")
+
+    def check(sha: str) -> None:
+        stored = Commit.objects.get(sha=sha)
+        assert stored.message == source.git("log", "-1", "--format=%B", sha).strip()
+        assert stored.author == source.git("log", "-1", "--format=%an <%ae>", sha)
+        assert stored.committed_at.isoformat() == source.git(
+            "log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%S+00:00", sha, env={"TZ": "UTC"}
+        )
+        touched = source.git("show", "--format=", "--name-only", "-z", sha).split("\x00")
+        assert sorted(stored.files.values_list("path", flat=True)) == sorted(p for p in touched if p)
+
+    repository = connect(cast, source)
+    first = odd_commit("one")
+    services.repository_sync(repository=repository)  # a first sync: git walks the branch
+    second = odd_commit("two")
+    assert services.repository_sync(repository=repository).added == 1  # the new sha only
+    check(first)
+    check(second)
+    assert "\t" in Commit.objects.get(sha=second).message and "\\" in Commit.objects.get(sha=second).author
+
+
 def test_a_rename_is_recorded_with_both_paths(cast, source):
     source.rename("src/lib/auth.ts", "src/auth/tokens.ts")
     services.repository_sync(repository=connect(cast, source))
