@@ -153,9 +153,8 @@ def ensure_source(commits: int) -> tuple[Path, float]:
     """The generated repository, reused when it already holds ``commits`` commits; (path, seconds spent)."""
     if (SOURCE_DIR / ".git").exists():
         try:
-            if int(git("rev-list", "--count", "main", cwd=SOURCE_DIR)) == commits:
-                if not any((SOURCE_DIR / ".git" / "objects" / "pack").glob("*.bitmap")):
-                    repack(SOURCE_DIR)  # made before the benchmark repacked its source
+            packed = any((SOURCE_DIR / ".git" / "objects" / "pack").glob("*.bitmap"))
+            if packed and int(git("rev-list", "--count", "main", cwd=SOURCE_DIR)) == commits:
                 return SOURCE_DIR, 0.0
         except (RuntimeError, ValueError):
             pass

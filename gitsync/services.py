@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import shutil
@@ -24,7 +25,7 @@ logger = logging.getLogger(__name__)
 # git log output: one record per commit, fields split by unit separators, then -z name-status.
 _RECORD, _FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = f"{_RECORD}%H{_FIELD}%an <%ae>{_FIELD}%cI{_FIELD}%B{_FIELD}"
-COPY_BATCH = 2000  # commits per write to a COPY
+COPY_LINES = 5000  # rows per write to a COPY
 
 
 class SyncError(Exception):
@@ -155,16 +156,14 @@ def _copy_text(value: str) -> str:
     return value.translate(_COPY_ESCAPES)
 
 
-def _parse_log(output: str, shas: set[str] | None):
+def _parse_log(output: str):
     """(COPY fields of the commit, [COPY fields of each touched file]) per record of ``git log -z``.
 
     Fields come out escaped for COPY's text format; the committer date stays git's strict ISO 8601,
-    which PostgreSQL reads as it is. ``shas`` (None: every record) says which commits to keep.
+    which PostgreSQL reads as it is.
     """
     for record in output.split(_RECORD)[1:]:
         sha, author, date, rest = record.split(_FIELD, 3)
-        if shas is not None and sha not in shas:
-            continue
         message, _, status = rest.partition(_FIELD)
         tokens = status.lstrip("\n\x00").split("\x00")
         files = []
@@ -216,21 +215,19 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
             # not wait for the WAL flush, a third of a first sync's time (bench/gitsync.py).
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit = off")
-            if not stored:  # a first sync: git walks the branch, and everything it yields is new
-                report.added = _ingest(clone, repository, None, walk=[head, *horizon])
-            else:
-                gone = [pk for sha, pk in stored.items() if sha not in reachable]
-                if gone:
-                    Commit.objects.filter(pk__in=gone).delete()
-                if new := wanted - stored.keys():
-                    # Nothing wanted is stored (a rewritten history): let git walk the branch instead.
-                    walk = [head, *horizon] if new == wanted else None
-                    report.added = _ingest(clone, repository, new, walk=walk)
-                report.removed = len(gone)
+            if gone := [pk for sha, pk in stored.items() if sha not in reachable]:
+                Commit.objects.filter(pk__in=gone).delete()
+            # Nothing stored (a first sync) or nothing wanted stored (a rewritten history): everything
+            # git's walk of the branch yields is new, and it is faster than reading every sha.
+            new = wanted - stored.keys() if stored else None
+            if new is None or (new and new == wanted):
+                report.added = _ingest(clone, repository, walk=[head, *horizon])
+            elif new:
+                report.added = _ingest(clone, repository, walk=[head, *horizon], shas=new)
             Repository.objects.filter(pk=repository.pk).update(
                 last_synced_commit=head, last_success_at=now, last_attempt_at=now, last_error=""
             )
-        report.head = head
+        report.removed, report.head = len(gone), head
     except (
         git.GitCommandError,
         git.InvalidGitRepositoryError,
@@ -248,52 +245,49 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
     return report
 
 
-def _ingest(clone: git.Repo, repository: Repository, shas: set[str] | None, *, walk: list[str] | None) -> int:
-    """Store the commits ``shas`` (None: all that ``walk`` yields) with their touched files; returns how many.
-
-    ``walk`` (the head and the horizon) is given when everything on the branch since the horizon is
-    new (a first or full sync): git then walks the branch itself, faster than reading every sha.
-    """
-    commits = list(_parse_log(_git_log(clone, shas, walk=walk), shas))
+def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: set[str] | None = None) -> int:
+    """Store the commits of ``walk`` (the head and the horizon), or only ``shas``, with their touched
+    files; returns how many were stored."""
+    commits = list(_parse_log(_git_log(clone, walk=walk, shas=shas)))
     if not commits:
         return 0
     # COPY of rows formatted here, with ids drawn from the sequence beforehand so that the files can
     # name their commit: an ORM insert, psycopg's per-row writer or reading the ids back each cost
     # more than git's own walk (bench/gitsync.py).
-    commit_table, file_table = Commit._meta.db_table, CommitFile._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            [commit_table, len(commits)],
+            [Commit._meta.db_table, len(commits)],
         )
-        rows = list(zip((pk for (pk,) in cursor.fetchall()), commits, strict=True))
-        with cursor.cursor.copy(
-            f"COPY {commit_table} (id, repository_id, sha, author, committed_at, message) FROM STDIN"
-        ) as copy:
-            for batch in _batches(rows):
-                copy.write("".join(f"{pk}\t{repository.pk}\t{commit}\n" for pk, (commit, _) in batch))
-        with cursor.cursor.copy(
-            f"COPY {file_table} (commit_id, change_type, path, old_path) FROM STDIN"
-        ) as copy:
-            for batch in _batches(rows):
-                copy.write("".join(f"{pk}\t{touched}\n" for pk, (_, files) in batch for touched in files))
+        pairs = list(zip((pk for (pk,) in cursor.fetchall()), commits, strict=True))
+        _copy(
+            cursor,
+            f"{Commit._meta.db_table} (id, repository_id, sha, author, committed_at, message)",
+            (f"{pk}\t{repository.pk}\t{commit}\n" for pk, (commit, _) in pairs),
+        )
+        _copy(
+            cursor,
+            f"{CommitFile._meta.db_table} (commit_id, change_type, path, old_path)",
+            (f"{pk}\t{touched}\n" for pk, (_, files) in pairs for touched in files),
+        )
     return len(commits)
 
 
-def _batches(rows: list) -> list[list]:
-    return [rows[start : start + COPY_BATCH] for start in range(0, len(rows), COPY_BATCH)]
+def _copy(cursor, target: str, lines) -> None:
+    """COPY ``lines`` (text format, each ending in a newline) into ``target``, a table and its columns."""
+    with cursor.cursor.copy(f"COPY {target} FROM STDIN") as copy:
+        lines = iter(lines)
+        while chunk := "".join(itertools.islice(lines, COPY_LINES)):
+            copy.write(chunk)
 
 
-def _git_log(clone: git.Repo, shas: set[str] | None, *, walk: list[str] | None) -> str:
+def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None) -> str:
     # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold.
     command = ["git", "log", f"--format={_LOG_FORMAT}", "--name-status", "-z", "-M100%", "--no-abbrev"]
-    if walk:
-        command += walk
-    else:
-        command += ["--no-walk=unsorted", "--stdin"]
+    command += walk if shas is None else ["--no-walk=unsorted", "--stdin"]
     result = subprocess.run(
         command,
-        input=None if walk else "\n".join(sorted(shas)) + "\n",
+        input=None if shas is None else "\n".join(sorted(shas)) + "\n",
         cwd=clone.git_dir,
         capture_output=True,
         text=True,

@@ -125,6 +125,21 @@ def test_a_force_push_leaves_no_dropped_commit_live(cast, source):
     )
 
 
+def test_a_branch_replaced_by_an_unrelated_history_is_ingested_whole(cast, source):
+    repository = connect(cast, source)
+    services.repository_sync(repository=repository, full=True)
+    source.git("checkout", "-q", "--orphan", "fresh")
+    source.git("rm", "-q", "-rf", ".")
+    source.commit("Start over", {"new/app.py": "main()\n"}, days_ago=3)
+    source.commit("Docs", {"new/README.md": "# new\n"}, days_ago=1)
+    source.git("branch", "-M", "fresh", "main")  # main now holds none of the stored commits
+    report = services.repository_sync(repository=repository, full=True)
+    assert (report.removed, report.added) == (4, 2)
+    stored = set(Commit.objects.filter(repository=repository).values_list("sha", flat=True))
+    assert stored == set(source.git("rev-list", "main").split())
+    assert live(cast) == {"new/app.py", "new/README.md"}
+
+
 def test_a_broken_remote_is_recorded_and_does_not_stop_the_others(cast, source, roots, capsys):
     good = connect(cast, source)
     missing = services.repository_create(project=cast.project, name="gone", url=str(roots / "nope"))
