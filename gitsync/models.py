@@ -52,7 +52,10 @@ class Repository(models.Model):
 
 
 class Commit(models.Model):
-    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="commits")
+    # No index of its own: unique_commit_sha starts with the repository.
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="commits", db_index=False
+    )
     sha = models.CharField(max_length=64)
     author = models.CharField(max_length=300)
     committed_at = models.DateTimeField(db_index=True)
@@ -80,9 +83,6 @@ class CommitFile(models.Model):
     path = models.CharField(max_length=1000)
     change_type = models.CharField(max_length=1, choices=ChangeType.choices)
     old_path = models.CharField(max_length=1000, blank=True, help_text=_("The path before a rename or copy."))
-
-    class Meta:
-        indexes = [models.Index(name="commitfile_path", fields=["path"])]
 
     def __str__(self) -> str:
         return f"{self.change_type} {self.path}"
