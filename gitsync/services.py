@@ -6,8 +6,12 @@ import hashlib
 import itertools
 import logging
 import os
+import queue
 import shutil
 import subprocess
+import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -25,7 +29,7 @@ logger = logging.getLogger(__name__)
 # git log output: one record per commit, fields split by unit separators, then -z name-status.
 _RECORD, _FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = f"{_RECORD}%H{_FIELD}%an <%ae>{_FIELD}%cI{_FIELD}%B{_FIELD}"
-COPY_LINES = 5000  # rows per write to a COPY
+COPY_COMMITS = 1000  # commits per batch written to the database while git goes on
 
 
 class SyncError(Exception):
@@ -156,13 +160,13 @@ def _copy_text(value: str) -> str:
     return value.translate(_COPY_ESCAPES)
 
 
-def _parse_log(output: str):
+def _parse_log(records):
     """(COPY fields of the commit, [COPY fields of each touched file]) per record of ``git log -z``.
 
     Fields come out escaped for COPY's text format; the committer date stays git's strict ISO 8601,
     which PostgreSQL reads as it is.
     """
-    for record in output.split(_RECORD)[1:]:
+    for record in records:
         sha, author, date, rest = record.split(_FIELD, 3)
         message, _, status = rest.partition(_FIELD)
         tokens = status.lstrip("\n\x00").split("\x00")
@@ -212,9 +216,10 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         with transaction.atomic():
             # Everything written here can be read from git again, and the sync state is written in the
             # same transaction: a crash may lose the last sync, never half of one. So the commit need
-            # not wait for the WAL flush, a third of a first sync's time (bench/gitsync.py).
+            # not wait for the WAL flush, a third of a first sync's time (bench/gitsync.py). The foreign
+            # keys are checked as each batch is written, while git goes on, not all at the COMMIT.
             with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit = off")
+                cursor.execute("SET LOCAL synchronous_commit = off; SET CONSTRAINTS ALL IMMEDIATE")
             if gone := [pk for sha, pk in stored.items() if sha not in reachable]:
                 Commit.objects.filter(pk__in=gone).delete()
             # Nothing stored (a first sync) or nothing wanted stored (a rewritten history): everything
@@ -247,56 +252,109 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
 
 def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: set[str] | None = None) -> int:
     """Store the commits of ``walk`` (the head and the horizon), or only ``shas``, with their touched
-    files; returns how many were stored."""
-    commits = list(_parse_log(_git_log(clone, walk=walk, shas=shas)))
-    if not commits:
-        return 0
-    # COPY of rows formatted here, with ids drawn from the sequence beforehand so that the files can
-    # name their commit: an ORM insert, psycopg's per-row writer or reading the ids back each cost
-    # more than git's own walk (bench/gitsync.py).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            [Commit._meta.db_table, len(commits)],
-        )
-        pairs = list(zip((pk for (pk,) in cursor.fetchall()), commits, strict=True))
-        _copy(
-            cursor,
-            f"{Commit._meta.db_table} (id, repository_id, sha, author, committed_at, message)",
-            (f"{pk}\t{repository.pk}\t{commit}\n" for pk, (commit, _) in pairs),
-        )
-        _copy(
-            cursor,
-            f"{CommitFile._meta.db_table} (commit_id, change_type, path, old_path)",
-            (f"{pk}\t{touched}\n" for pk, (_, files) in pairs for touched in files),
-        )
-    return len(commits)
+    files; returns how many were stored.
+
+    git's walk, the parse and the database's COPY run side by side: a thread reads and parses git's
+    output while this one writes the batches parsed so far (bench/gitsync.py).
+    """
+    added = 0
+    with _git_log(clone, walk=walk, shas=shas) as batches, connection.cursor() as cursor:
+        for batch in batches:
+            # Ids drawn from the sequence beforehand, so that the files can name their commit: an ORM
+            # insert, psycopg's per-row writer or reading the ids back each cost more than git's walk.
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [Commit._meta.db_table, len(batch)],
+            )
+            pairs = list(zip((pk for (pk,) in cursor.fetchall()), batch, strict=True))
+            _copy(
+                cursor,
+                f"{Commit._meta.db_table} (id, repository_id, sha, author, committed_at, message)",
+                "".join(f"{pk}\t{repository.pk}\t{commit}\n" for pk, (commit, _) in pairs),
+            )
+            _copy(
+                cursor,
+                f"{CommitFile._meta.db_table} (commit_id, change_type, path, old_path)",
+                "".join(f"{pk}\t{touched}\n" for pk, (_, files) in pairs for touched in files),
+            )
+            added += len(batch)
+    return added
 
 
-def _copy(cursor, target: str, lines) -> None:
-    """COPY ``lines`` (text format, each ending in a newline) into ``target``, a table and its columns."""
-    with cursor.cursor.copy(f"COPY {target} FROM STDIN") as copy:
-        lines = iter(lines)
-        while chunk := "".join(itertools.islice(lines, COPY_LINES)):
-            copy.write(chunk)
+def _copy(cursor, target: str, text: str) -> None:
+    """COPY ``text`` (rows in COPY's text format, each ending in a newline) into ``target``, a table
+    and its columns."""
+    if text:
+        with cursor.cursor.copy(f"COPY {target} FROM STDIN") as copy:
+            copy.write(text)
 
 
-def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None) -> str:
+@contextmanager
+def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
+    """Batches of parsed commits (see ``_parse_log``) of git log over ``walk`` or only ``shas``, read
+    and parsed by a thread as git writes them; raises SyncError if git fails."""
     # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold.
     command = ["git", "log", f"--format={_LOG_FORMAT}", "--name-status", "-z", "-M100%", "--no-abbrev"]
     command += walk if shas is None else ["--no-walk=unsorted", "--stdin"]
-    result = subprocess.run(
-        command,
-        input=None if shas is None else "\n".join(sorted(shas)) + "\n",
-        cwd=clone.git_dir,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **_git_env()},
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SyncError(result.stderr.strip() or "git log failed")
-    return result.stdout
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL if shas is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=clone.git_dir,
+            env={**os.environ, **_git_env()},
+            encoding="utf-8",
+            errors="replace",  # a path or name in another encoding is stored readable, not refused
+        )
+        batches: queue.SimpleQueue = queue.SimpleQueue()
+
+        def parse() -> None:
+            try:
+                commits = _parse_log(_records(process.stdout))
+                while batch := list(itertools.islice(commits, COPY_COMMITS)):
+                    batches.put(batch)
+                batches.put(None)
+            except BaseException as exc:  # handed to the reader, which raises it
+                batches.put(exc)
+
+        def read():
+            while (item := batches.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        reader = threading.Thread(target=parse, daemon=True)
+        reader.start()
+        try:
+            if shas is not None:
+                try:  # git reads every revision from stdin before it writes anything
+                    process.stdin.write("\n".join(sorted(shas)) + "\n")
+                    process.stdin.close()
+                except BrokenPipeError:
+                    pass  # git has already failed, and says why on stderr
+            yield read()
+        except BaseException:
+            process.kill()  # the caller failed: nothing more is wanted
+            raise
+        finally:
+            reader.join()
+            process.stdout.close()
+            process.wait()
+        if process.returncode != 0:
+            stderr.seek(0)
+            message = stderr.read().decode(errors="replace").strip()
+            raise SyncError(message or "git log failed")
+
+
+def _records(stream):
+    """The records of git log's output (see ``_LOG_FORMAT``), as they arrive."""
+    tail = ""
+    while chunk := stream.read(1 << 16):
+        *done, tail = (tail + chunk).split(_RECORD)
+        yield from filter(None, done)
+    if tail:
+        yield tail
 
 
 def _error_text(exc: Exception) -> str:

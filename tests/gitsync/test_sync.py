@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.utils import timezone
 
 from gitsync import selectors, services
@@ -196,3 +196,26 @@ def test_a_second_sync_of_the_same_repository_is_skipped_while_one_runs(cast, so
     finally:
         other.close()
     assert services.repository_sync(repository=repository).status == "synced"
+
+
+def test_a_history_is_written_in_batches_and_a_failed_batch_leaves_none_of_them(cast, source, monkeypatch):
+    repository = connect(cast, source)
+    monkeypatch.setattr(services, "COPY_COMMITS", 1)  # a batch per commit, while git goes on
+    copies = []
+    real_copy = services._copy
+
+    def failing_copy(cursor, target, text):
+        copies.append(target)
+        if len(copies) == 5:  # the third commit's batch
+            raise DatabaseError("the database went away")
+        real_copy(cursor, target, text)
+
+    monkeypatch.setattr(services, "_copy", failing_copy)
+    with pytest.raises(DatabaseError):
+        services.repository_sync(repository=repository, full=True)
+    assert Commit.objects.count() == 0 and CommitFile.objects.count() == 0
+    monkeypatch.setattr(services, "_copy", real_copy)
+    assert services.repository_sync(repository=repository, full=True).added == source.count() == 4
+    stored = set(Commit.objects.values_list("sha", flat=True))
+    assert stored == set(source.git("rev-list", "main").split())
+    assert CommitFile.objects.count() == len(source.git("log", "--name-only", "--format=", "main").split())
