@@ -202,13 +202,14 @@ def time_git_log(cwd: Path, rename: str = "-M") -> float:
 
 
 def time_git_clone(repo: str) -> float:
-    """git's own clone of ``repo`` as the service makes it: bare, blob-less, copied (never hard-linked)."""
+    """git's own clone of ``repo`` as the service makes it: bare; a local one copied (never
+    hard-linked), a remote one blob-less."""
     target = BENCH_DIR / "gitsync-clone-baseline.git"
     shutil.rmtree(target, ignore_errors=True)
-    options = ["--no-local"] if repo.startswith("/") else []
+    options = ["--no-hardlinks"] if repo.startswith("/") else ["--filter=blob:none"]
     started = time.perf_counter()
     subprocess.run(
-        ["git", "clone", "--quiet", "--bare", "--filter=blob:none", *options, repo, str(target)],
+        ["git", "clone", "--quiet", "--bare", *options, repo, str(target)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=True,

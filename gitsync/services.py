@@ -99,9 +99,12 @@ def _open_clone(repository: Repository) -> git.Repo:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    options = ["--filter=blob:none", "--quiet"]
     if repository.url.startswith("/"):
-        options.append("--no-local")  # copy, never hard-link, another repository's objects
+        # A repository on this machine: its object files copied, never hard-linked, which is ~15x
+        # faster than git's transport packing them anew (bench/gitsync.py). Its blobs come along.
+        options = ["--no-hardlinks", "--quiet"]
+    else:
+        options = ["--filter=blob:none", "--quiet"]  # commits and trees are all a sync reads
     # validate_source has refused anything starting with '-', so the URL cannot pass for an option.
     git.Repo.clone_from(repository.url, tmp, bare=True, multi_options=options, env=env)
     tmp.rename(path)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -196,6 +201,74 @@ def test_a_second_sync_of_the_same_repository_is_skipped_while_one_runs(cast, so
     finally:
         other.close()
     assert services.repository_sync(repository=repository).status == "synced"
+
+
+@contextmanager
+def git_daemon(base: Path):
+    """``git daemon`` serving the repositories under ``base`` read-only on a free port: git://host:port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={base}",
+            str(base),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def object_kinds(clone: Path) -> set[str]:
+    listing = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch-check=%(objecttype)"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return set(listing.split())
+
+
+def test_a_remote_is_cloned_without_its_blobs_and_fetched_from_then(cast, source, roots):
+    source.git("config", "uploadpack.allowFilter", "true")  # as hosts do
+    with git_daemon(roots) as host:
+        repository = services.repository_create(project=cast.project, name="remote", url=f"{host}/app")
+        report = services.repository_sync(repository=repository, full=True)
+        assert (report.status, report.added) == ("synced", source.count())
+        assert object_kinds(services.clone_path(repository)) == {"commit", "tree"}
+        source.rename("src/lib/auth.ts", "src/auth/tokens.ts")
+        assert services.repository_sync(repository=repository).added == 1
+    renamed = CommitFile.objects.get(commit__repository=repository, change_type="R")
+    assert (renamed.old_path, renamed.path) == ("src/lib/auth.ts", "src/auth/tokens.ts")
+    assert "src/auth/tokens.ts" in live(cast)
+
+
+def test_a_local_repository_is_copied_never_hard_linked(cast, source):
+    repository = connect(cast, source)
+    assert services.repository_sync(repository=repository).status == "synced"
+    objects = [p for p in (services.clone_path(repository) / "objects").rglob("*") if p.is_file()]
+    assert objects and all(p.stat().st_nlink == 1 for p in objects)
 
 
 def test_a_history_is_written_in_batches_and_a_failed_batch_leaves_none_of_them(cast, source, monkeypatch):
