@@ -219,8 +219,11 @@ def search(
                     if not consider((item_id, 1.0 - float(distance_value), *rest)):
                         break
         else:
-            for chunk in matrix.nearest(matrix_projects, query_vector):
-                if not can_enter(chunk[0][1]) or not all(consider(row) for row in chunk):
+            for rows, rest in matrix.nearest(matrix_projects, query_vector):
+                for row in rows:
+                    if not consider(row):
+                        break
+                if rest is None or not can_enter(rest):  # no later row can enter either
                     break
         ranked = sorted(top, key=lambda e: e[:3], reverse=True)
         items = (
