@@ -134,7 +134,8 @@ def print_result(r: dict) -> None:
     ingest = r["ingest"]
     print(
         f"  bulk ingest                {ingest['items_per_s']:7.1f} items/s vs raw model "
-        f"{ingest['raw_model_texts_per_s']:.1f} texts/s = {ingest['ratio']:.2f}x (target >= 0.8x)"
+        f"{ingest['raw_model_texts_per_s']:.1f} texts/s = {ingest['ratio']:.2f}x (target >= 0.8x); "
+        f"rounds {', '.join(f'{x:.2f}' for x in ingest['round_ratios'])}"
     )
     print(f"  web process peak RSS       {r['web_peak_rss_mb']:7.0f} MB")
     if "index_build_s" in r:

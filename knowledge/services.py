@@ -12,10 +12,12 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
 
 from accounts.models import Project
 from knowledge import embeddings
@@ -224,7 +226,7 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
 # ----- import ---------------------------------------------------------------------------------
 
 IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project"}
-IMPORT_BATCH = 1000  # the model sorts a batch by length: larger batches pad less
+IMPORT_BATCH = 500  # the model sorts a batch by length: larger batches pad less
 
 
 @dataclass
@@ -401,11 +403,60 @@ def _fresh_items(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) -
 def _write_items(fresh: list[KnowledgeItem], embedding: Future, report: ImportReport) -> None:
     embedded = embedding.result()  # the vectors are in the items only once the model is done with them
     with transaction.atomic():
-        KnowledgeItem.objects.bulk_create(fresh, batch_size=IMPORT_BATCH)
+        _copy_items(fresh)
         if not embedded:
             report.pending += len(fresh)
             _queue_embedding([item.pk for item in fresh])
     report.created += len(fresh)
+
+
+# What an import writes; the id is drawn from the sequence, the version stamped by the trigger.
+_COPIED_FIELDS = (
+    "project",
+    "title",
+    "content",
+    "tags",
+    "references",
+    "is_proposal",
+    "embedding",
+    "embedding_model",
+    "content_hash",
+    "created_by",
+    "created_at",
+    "updated_at",
+)
+
+
+def _copy_items(items: list[KnowledgeItem]) -> None:
+    """Insert ``items`` with one binary COPY and give each its id.
+
+    bulk_create formats every vector as text, 384 floats of Python repr each: 0.6 s per 1,000
+    items against 0.04 s for this, time the import's last batch waits on the model for nothing.
+    """
+    meta = KnowledgeItem._meta
+    fields = [meta.get_field(name) for name in _COPIED_FIELDS]
+    columns = ["id", *(f.column for f in fields)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+            [meta.db_table, len(items)],
+        )
+        ids = [pk for (pk,) in cursor.fetchall()]
+        cursor.execute(
+            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attname = ANY(%s)",
+            [meta.db_table, columns],
+        )
+        types = dict(cursor.fetchall())
+        raw = cursor.cursor
+        register_vector_info(raw, TypeInfo.fetch(raw.connection, "vector"))  # numpy rows, sent as binary
+        quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
+        with raw.copy(f"COPY {meta.db_table} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([types[column] for column in columns])
+            for pk, item in zip(ids, items, strict=True):
+                copy.write_row([pk, *(getattr(item, f.attname) for f in fields)])
+    for pk, item in zip(ids, items, strict=True):
+        item.pk = pk
+        item._state.adding, item._state.db = False, connection.alias
 
 
 def export_record(item: KnowledgeItem) -> dict:
