@@ -206,10 +206,11 @@ def time_git_clone(repo: str) -> float:
     hard-linked), a remote one blob-less."""
     target = BENCH_DIR / "gitsync-clone-baseline.git"
     shutil.rmtree(target, ignore_errors=True)
-    options = ["--no-hardlinks"] if repo.startswith("/") else ["--filter=blob:none"]
+    from gitsync.services import clone_options
+
     started = time.perf_counter()
     subprocess.run(
-        ["git", "clone", "--quiet", "--bare", *options, repo, str(target)],
+        ["git", "clone", "--quiet", "--bare", *clone_options(repo), repo, str(target)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=True,

@@ -88,6 +88,13 @@ def repository_delete(*, repository: Repository) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def clone_options(url: str) -> list[str]:
+    """How a sync clones ``url`` (bare, besides): a repository on this machine has its object files
+    copied, never hard-linked, ~10x faster than git's transport packing them anew (bench/gitsync.py),
+    blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
+    return ["--no-hardlinks"] if url.startswith("/") else ["--filter=blob:none"]
+
+
 def _open_clone(repository: Repository) -> git.Repo:
     path = clone_path(repository)
     env = _git_env()
@@ -99,13 +106,8 @@ def _open_clone(repository: Repository) -> git.Repo:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    if repository.url.startswith("/"):
-        # A repository on this machine: its object files copied, never hard-linked, which is ~15x
-        # faster than git's transport packing them anew (bench/gitsync.py). Its blobs come along.
-        options = ["--no-hardlinks", "--quiet"]
-    else:
-        options = ["--filter=blob:none", "--quiet"]  # commits and trees are all a sync reads
     # validate_source has refused anything starting with '-', so the URL cannot pass for an option.
+    options = [*clone_options(repository.url), "--quiet"]
     git.Repo.clone_from(repository.url, tmp, bare=True, multi_options=options, env=env)
     tmp.rename(path)
     return git.Repo(path)
@@ -296,7 +298,8 @@ def _copy(cursor, target: str, text: str) -> None:
 def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
     """Batches of parsed commits (see ``_parse_log``) of git log over ``walk`` or only ``shas``, read
     and parsed by a thread as git writes them; raises SyncError if git fails."""
-    # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold.
+    # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold
+    # (and a local clone, which does, records the same renames as a remote one).
     command = ["git", "log", f"--format={_LOG_FORMAT}", "--name-status", "-z", "-M100%", "--no-abbrev"]
     command += walk if shas is None else ["--no-walk=unsorted", "--stdin"]
     with tempfile.TemporaryFile() as stderr:
@@ -327,8 +330,8 @@ def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
                     raise item
                 yield item
 
-        reader = threading.Thread(target=parse, daemon=True)
-        reader.start()
+        parser = threading.Thread(target=parse, daemon=True)
+        parser.start()
         try:
             if shas is not None:
                 try:  # git reads every revision from stdin before it writes anything
@@ -341,7 +344,7 @@ def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
             process.kill()  # the caller failed: nothing more is wanted
             raise
         finally:
-            reader.join()
+            parser.join()
             process.stdout.close()
             process.wait()
         if process.returncode != 0:

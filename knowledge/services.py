@@ -410,23 +410,6 @@ def _write_items(fresh: list[KnowledgeItem], embedding: Future, report: ImportRe
     report.created += len(fresh)
 
 
-# What an import writes; the id is drawn from the sequence, the version stamped by the trigger.
-_COPIED_FIELDS = (
-    "project",
-    "title",
-    "content",
-    "tags",
-    "references",
-    "is_proposal",
-    "embedding",
-    "embedding_model",
-    "content_hash",
-    "created_by",
-    "created_at",
-    "updated_at",
-)
-
-
 def _copy_items(items: list[KnowledgeItem]) -> None:
     """Insert ``items`` with one binary COPY and give each its id.
 
@@ -434,7 +417,8 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
     items against 0.04 s for this, time the import's last batch waits on the model for nothing.
     """
     meta = KnowledgeItem._meta
-    fields = [meta.get_field(name) for name in _COPIED_FIELDS]
+    # Every column but the id, which is drawn from the sequence; the trigger stamps the version.
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns = ["id", *(f.column for f in fields)]
     with connection.cursor() as cursor:
         cursor.execute(

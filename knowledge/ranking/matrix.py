@@ -113,12 +113,16 @@ class _Snapshot:
                 [self.searchable, np.zeros(capacity - len(self.searchable), bool)]
             )
         self.ids[self.size : end] = ids
-        self.vectors[self.size : end] = vectors
-        self.halves[self.size : end] = self.vectors[self.size : end]
+        self.put(slice(self.size, end), vectors)
         self.searchable[self.size : end] = True
         self.attributes.extend(attributes)
         self.row_of.update({item_id: self.size + k for k, item_id in enumerate(ids)})
         self.size = end
+
+    def put(self, rows, vectors) -> None:
+        """Write the vectors of ``rows`` (an index or a slice), and their half-precision copies."""
+        self.vectors[rows] = vectors
+        self.halves[rows] = self.vectors[rows]
 
 
 _snapshots: dict[int, _Snapshot] = {}
@@ -175,8 +179,7 @@ def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
         if row is not None:
             snapshot.searchable[row] = searchable
             if searchable:
-                snapshot.vectors[row] = embedding
-                snapshot.halves[row] = snapshot.vectors[row]
+                snapshot.put(row, embedding)
                 snapshot.attributes[row] = tuple(attributes)
         elif searchable:
             fresh_ids.append(item_id)
@@ -204,7 +207,7 @@ def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def nearest(
-    project_ids: Sequence[int], query_vector: np.ndarray, *, first: int | None = None
+    project_ids: Sequence[int], query_vector: np.ndarray
 ) -> Iterator[tuple[Iterator[tuple], float | None]]:
     """Every searchable item of ``project_ids``, as chunks of (id, cosine, project id, updated, created,
     references, wish flag) rows in descending cosine (ties by id), each with the highest cosine any
@@ -223,7 +226,7 @@ def nearest(
         offsets = np.cumsum([0] + [s.size for s in snapshots])
         screened = np.concatenate([_screen(s.halves[: s.size], query) for s in snapshots])
         remaining = np.flatnonzero(np.concatenate([s.searchable[: s.size] for s in snapshots]))
-    size = first or FIRST_CHUNK
+    size = FIRST_CHUNK
     while len(remaining):
         if len(remaining) > size:
             split = np.argpartition(-screened[remaining], size - 1)
