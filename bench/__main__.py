@@ -124,7 +124,7 @@ def print_result(r: dict) -> None:
     )
     print(
         f"  ranking service p50        {r['service_p50_ms']:7.1f} ms   {r['service_over_baseline']:.2f}x baseline; "
-        f"median candidates read {r['scanned_median']:.0f}"
+        f"median candidates needed {r['scanned_median']:.0f}"
     )
     print(
         f"  baseline: embed p50        {r['embed_p50_ms']:7.1f} ms  + raw pgvector top-10 p50 "

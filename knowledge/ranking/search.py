@@ -1,8 +1,9 @@
 """The ranking service: the one place that turns a query into ranked, explained hits.
 
-Candidates stream in descending cosine. Each is scored with the spec's formula; the stream stops
-once no unseen item can still enter the top k (its final score is at most ``score_ceiling(cosine)``),
-so the top k is exactly the k best items under the formula, not a re-sort of the k nearest by cosine.
+Candidates stream in descending cosine, a chunk at a time, and each chunk is scored at once with the
+spec's formula over its columns; the stream stops once no unseen item can still enter the top k (its
+final score is at most ``score_ceiling(cosine)``), so the top k is exactly the k best items under the
+formula, not a re-sort of the k nearest by cosine.
 
 Two streams, both exact: up to ``CONTEXTFORGE_EXACT_SCAN_MAX`` candidates (and for every search
 narrowed by tags) PostgreSQL scans and sorts them; above it, the process's in-memory copy of the
@@ -11,11 +12,12 @@ projects' vectors orders them (matrix.py) and each chunk's rows are read from th
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import islice
 
 import numpy as np
 from django.conf import settings
@@ -27,14 +29,15 @@ from pgvector.django import CosineDistance
 from knowledge import embeddings
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.ranking import matrix
+from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates
 from knowledge.ranking.signals import (
     GIT_WINDOW_DAYS,
     Signals,
-    combine,
+    final_score,
     git_factor,
     path_suffixes,
     proposal_penalty,
-    recency_factor,
+    recency_of_age,
     score_ceiling,
 )
 
@@ -63,7 +66,7 @@ class Hit:
 class SearchResult:
     hits: list[Hit]
     strategy: str
-    scanned: int  # candidates the stream read before the top k was certain
+    scanned: int  # candidates the top k had to be certain of: each whose ceiling reached the k-th score
     embed_ms: float
     took_ms: float
     excluded_test_items: int | None = None  # test-tagged items left out, when asked for
@@ -79,11 +82,12 @@ def live_path_suffixes(project_ids: Sequence[int], now: datetime) -> dict[int, f
     return {project_id: path_suffixes(project_paths) for project_id, project_paths in paths.items()}
 
 
-def _project_ids(projects):
-    """Project ids, or for a QuerySet of projects a subquery of them (one query fewer per search)."""
+def _project_ids(projects) -> tuple[int, ...]:
+    """The ids of ``projects`` (ids, Projects or a QuerySet of them), read once: every query of the
+    search then names them, cheaper than a subquery of memberships per query."""
     if hasattr(projects, "values_list"):
-        return projects.values("id")
-    return [p if isinstance(p, int) else p.pk for p in projects]
+        return tuple(sorted(projects.values_list("id", flat=True)))
+    return tuple(sorted(p if isinstance(p, int) else p.pk for p in projects))
 
 
 def live_references(references: list[str], suffixes: frozenset[str]) -> tuple[str, ...]:
@@ -134,15 +138,98 @@ def forget_caches() -> None:
     matrix.forget()
 
 
-def _choose_stream(project_ids, filters: SearchFilters) -> tuple[str, tuple[int, ...] | None]:
+def _choose_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> str:
     if filters.tags or _table_is_small():
-        return EXACT, None  # a tag filter narrows the scan: PostgreSQL reads only the tagged rows
-    if not isinstance(project_ids, list):
-        project_ids = list(project_ids.values_list("id", flat=True))
-    ids = tuple(sorted(project_ids))
-    if _embedded_items_in(ids) > settings.CONTEXTFORGE_EXACT_SCAN_MAX:
-        return MATRIX, ids
-    return EXACT, None
+        return EXACT  # a tag filter narrows the scan: PostgreSQL reads only the tagged rows
+    if _embedded_items_in(project_ids) > settings.CONTEXTFORGE_EXACT_SCAN_MAX:
+        return MATRIX
+    return EXACT
+
+
+def _exact_stream(
+    candidates_qs, query_vector: np.ndarray, limit: int
+) -> Iterator[tuple[Candidates, float | None]]:
+    """PostgreSQL's exact scan and sort, read chunk after chunk through a server-side cursor."""
+    # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+    distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
+    ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
+    size = max(4 * limit, 100)
+    rows = ordered.values_list("id", "distance", *COLUMNS).iterator(chunk_size=size)
+    with transaction.atomic(), closing(rows):  # the cursor closes before the transaction ends
+        while batch := list(islice(rows, size)):
+            chunk = Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
+            yield chunk, (float(chunk.cosines[-1]) if len(batch) == size else None)
+
+
+@dataclass
+class _Scored:
+    """Candidates and their signals, row by row."""
+
+    candidates: Candidates
+    recency: np.ndarray
+    git: np.ndarray
+    penalty: np.ndarray
+    final: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: list[_Scored]) -> _Scored:
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            Candidates.concat([p.candidates for p in parts]),
+            *(
+                np.concatenate([getattr(p, name) for p in parts])
+                for name in ("recency", "git", "penalty", "final")
+            ),
+        )
+
+    def best(self, limit: int) -> list[int]:
+        """Rows of the ``limit`` best, best first: by final score, then cosine, then the older id."""
+        return np.lexsort((self.candidates.ids, -self.candidates.cosines, -self.final))[:limit].tolist()
+
+    def signals(self, row: int) -> Signals:
+        return Signals(
+            cosine=float(self.candidates.cosines[row]),
+            recency=float(self.recency[row]),
+            git=float(self.git[row]),
+            proposal_penalty=float(self.penalty[row]),
+        )
+
+
+def _score(chunk: Candidates, now: float, live: dict[int, frozenset[str]]) -> _Scored:
+    """Every signal of every row of ``chunk`` at once, and its final score under the formula."""
+    git = np.zeros(len(chunk))
+    if any(live.values()):
+        git[:] = [
+            git_factor(references, live.get(project_id, frozenset()))
+            for references, project_id in zip(chunk.references, chunk.project_ids.tolist(), strict=True)
+        ]
+    recency = recency_of_age(now - chunk.stamps)
+    penalty = proposal_penalty(chunk.proposals)
+    return _Scored(chunk, recency, git, penalty, final_score(chunk.cosines, recency, git, penalty))
+
+
+def _read(
+    stream, *, limit: int, now: datetime, live: dict[int, frozenset[str]]
+) -> tuple[_Scored | None, int]:
+    """Every chunk of ``stream`` until no unseen row can enter the top ``limit``, scored; and how many
+    rows had to be read for that: those whose ceiling still reached the k-th best score."""
+    git_possible = any(live.values())
+    parts: list[_Scored] = []
+    kth = -np.inf
+    with closing(stream):
+        for chunk, rest in stream:
+            parts.append(_score(chunk, now.timestamp(), live))
+            finals = np.concatenate([p.final for p in parts])
+            if len(finals) >= limit:
+                kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
+            if rest is None or score_ceiling(rest, git_possible=git_possible) < kth:
+                break  # no later row can enter
+    if not parts:
+        return None, 0
+    read = _Scored.concat(parts)
+    needed = int(np.count_nonzero(score_ceiling(read.candidates.cosines, git_possible=git_possible) >= kth))
+    return read, needed
 
 
 def search(
@@ -159,103 +246,47 @@ def search(
     started = time.perf_counter()
     filters = filters or SearchFilters()
     now = now or timezone.now()
-    project_ids = _project_ids(projects)
     if query_vector is None:
         query_vector = embeddings.embed_query(query)
     embed_ms = (time.perf_counter() - started) * 1000
 
+    project_ids = _project_ids(projects)
     scope = KnowledgeItem.objects.in_projects(project_ids)
-    candidates_qs = scope.embedded().with_tags(list(filters.tags))
-    strategy, matrix_projects = _choose_stream(project_ids, filters)
-
-    top: list[tuple[float, float, int, Signals, tuple[str, ...]]] = []  # min-heap of the best `limit`
-    scanned = 0
-    live: dict[int, frozenset[str]] | None = None
-    git_possible = True
-
-    def can_enter(cosine: float) -> bool:
-        """Whether an item of this cosine (or any lower one) may still enter the top k."""
-        nonlocal live, git_possible
-        if live is None:
-            live = live_path_suffixes(project_ids, now)
-            git_possible = any(live.values())
-        return len(top) < limit or score_ceiling(cosine, git_possible=git_possible) >= top[0][0]
-
-    def consider(row) -> bool:
-        """Score one candidate; False once no unseen candidate (cosine <= this one's) can enter the top k."""
-        nonlocal scanned
-        item_id, cosine, project_id, updated_at, created_at, references, proposal = row
-        if not can_enter(cosine):
-            return False
-        scanned += 1
-        suffixes = live.get(project_id, frozenset())
-        signals = Signals(
-            cosine=cosine,
-            recency=recency_factor(updated_at, created_at, now),
-            git=git_factor(references, suffixes),
-            proposal_penalty=proposal_penalty(proposal),
-        )
-        entry = (combine(signals), cosine, -item_id, signals, references)
-        if len(top) < limit:
-            heapq.heappush(top, entry)
-        elif entry[:3] > top[0][:3]:
-            heapq.heapreplace(top, entry)
-        return True
-
-    columns = ("id", "project_id", "updated_at", "created_at", "references", "is_proposal")
+    strategy = _choose_stream(project_ids, filters)
+    live = live_path_suffixes(project_ids, now)
     while True:
-        top.clear()
-        scanned = 0
         if strategy == EXACT:
-            # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
-            distance = ExpressionWrapper(
-                CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField()
-            )
-            ordered = candidates_qs.annotate(distance=distance).order_by("distance", "id")
-            # A server-side cursor: the scan and sort run once, and the stream reads chunk after chunk.
-            with transaction.atomic():
-                rows = ordered.values_list("distance", *columns).iterator(chunk_size=max(4 * limit, 100))
-                for distance_value, item_id, *rest in rows:
-                    if not consider((item_id, 1.0 - float(distance_value), *rest)):
-                        break
+            stream = _exact_stream(scope.embedded().with_tags(list(filters.tags)), query_vector, limit)
         else:
-            for rows, rest in matrix.nearest(matrix_projects, query_vector):
-                for row in rows:
-                    if not consider(row):
-                        break
-                if rest is None or not can_enter(rest):  # no later row can enter either
-                    break
-        ranked = sorted(top, key=lambda e: e[:3], reverse=True)
+            stream = matrix.nearest(project_ids, query_vector)
+        read, scanned = _read(stream, limit=limit, now=now, live=live)
+        if read is None:
+            ranked, items = [], {}
+            break
+        ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
         items = (
             KnowledgeItem.objects.select_related("project")
             .without_embedding()
-            .in_bulk([-e[2] for e in ranked])
+            .in_bulk([item_id for _row, item_id in ranked])
         )
-        missing = [-e[2] for e in ranked if -e[2] not in items]
+        missing = [item_id for _row, item_id in ranked if item_id not in items]
         if not missing or strategy == EXACT:
             break
         matrix.hide(missing)  # deleted since the copy read them: rank again without them
 
-    suffixes_of = live or {}
     hits = [
         Hit(
-            item=items[-item_id],
-            score=score,
-            signals=signals,
+            item=items[item_id],
+            score=float(read.final[row]),
+            signals=read.signals(row),
             live_references=live_references(
-                references, suffixes_of.get(items[-item_id].project_id, frozenset())
+                read.candidates.references[row], live.get(items[item_id].project_id, frozenset())
             ),
         )
-        for score, _cos, item_id, signals, references in ranked
-        if -item_id in items
+        for row, item_id in ranked
+        if item_id in items
     ]
-    result = SearchResult(
-        hits=hits,
-        strategy=strategy,
-        scanned=scanned,
-        embed_ms=embed_ms,
-        took_ms=0.0,
-    )
+    result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:
         result.excluded_test_items = (
             0 if filters.includes_test else scope.filter(tags__contains=[TEST_TAG]).count()

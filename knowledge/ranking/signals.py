@@ -1,6 +1,7 @@
 """The four ranking signals and how they combine, as ../shared/spec/search-ranking.en.txt says.
 
-Pure functions over plain values; the ranking service is their only caller that scores items.
+Pure functions over plain values, or over numpy arrays of them alike (the ranking service scores a
+chunk of candidates at once); the ranking service is their only caller that scores items.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+
+import numpy as np
 
 RECENCY_WEIGHT = 0.15  # a brand-new item gets up to +15 %
 RECENCY_HALF_LIFE_DAYS = 60.0
@@ -29,13 +32,24 @@ class Signals:
     proposal_penalty: float
 
 
+def _plain(value):
+    """A float for a scalar's result, the array itself for an array's."""
+    return value if np.ndim(value) else float(value)
+
+
+def recency_of_age(age_seconds):
+    """0.5 ** (age_days / 60); a negative age (a timestamp in the future) counts as 0, a NaN one
+    (no timestamp at all) gives 0."""
+    age_days = np.maximum(age_seconds, 0.0) / _SECONDS_PER_DAY
+    return _plain(np.nan_to_num(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS), nan=0.0))
+
+
 def recency_factor(updated_at: datetime | None, created_at: datetime | None, now: datetime) -> float:
-    """0.5 ** (age_days / 60) on updated_at, else created_at; a future timestamp counts as age 0."""
+    """The recency of an item's age from updated_at, else created_at."""
     stamp = updated_at or created_at
     if stamp is None:
         return 0.0
-    age_days = max(0.0, (now - stamp).total_seconds() / _SECONDS_PER_DAY)
-    return 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    return recency_of_age((now - stamp).total_seconds())
 
 
 def path_suffixes(paths: Iterable[str]) -> frozenset[str]:
@@ -56,23 +70,26 @@ def git_factor(references: Iterable[str], live_suffixes: frozenset[str]) -> floa
     return sum(1 for ref in refs if ref.strip("/") in live_suffixes) / len(refs)
 
 
-def proposal_penalty(is_proposal: bool) -> float:
-    return PROPOSAL_PENALTY if is_proposal else 1.0
+def proposal_penalty(is_proposal):
+    return _plain(np.where(is_proposal, PROPOSAL_PENALTY, 1.0))
+
+
+def final_score(cosine, recency, git, penalty):
+    """The spec's formula: min(1.0, (cos + cos*0.15*recency + cos*0.20*git) * proposalPenalty)."""
+    boosted = cosine + cosine * RECENCY_WEIGHT * recency + cosine * GIT_WEIGHT * git
+    return _plain(np.minimum(SCORE_CAP, boosted * penalty))
 
 
 def combine(signals: Signals) -> float:
-    cos = signals.cosine
-    boosted = cos + cos * RECENCY_WEIGHT * signals.recency + cos * GIT_WEIGHT * signals.git
-    return min(SCORE_CAP, boosted * signals.proposal_penalty)
+    return final_score(signals.cosine, signals.recency, signals.git, signals.proposal_penalty)
 
 
-def score_ceiling(cosine: float, *, git_possible: bool = True) -> float:
+def score_ceiling(cosine, *, git_possible: bool = True):
     """The highest final score any item with this cosine could reach, whatever its other signals.
 
     Where no file is live (no connected repository, or nothing committed lately) the git boost
     cannot apply, and the ceiling is lower: the same exact answer from fewer candidates.
     """
-    if cosine >= 0:
-        return min(SCORE_CAP, (MAX_BOOST if git_possible else MAX_BOOST - GIT_WEIGHT) * cosine)
+    boost = MAX_BOOST if git_possible else MAX_BOOST - GIT_WEIGHT
     # A negative cosine is least negative with no boost and the penalty applied.
-    return cosine * PROPOSAL_PENALTY
+    return _plain(np.where(cosine >= 0, np.minimum(SCORE_CAP, boost * cosine), cosine * PROPOSAL_PENALTY))

@@ -269,3 +269,38 @@ def test_the_matrix_stream_sees_a_write_that_commits_after_a_later_one(cast, set
     hits = search(projects=[cast.project], query="rotate signing keys", limit=1).hits
     assert [h.item.pk for h in hits] == [early]
     forget_caches()
+
+
+def test_a_search_over_several_projects_ranks_their_items_together(cast, stream):
+    """Each project is its own copy in the matrix stream; the top k is still one ranking over all."""
+    rng = random.Random(11)
+    now = timezone.now()
+    for project in (cast.project, cast.other_project):
+        records = [
+            (
+                i + 1,
+                {
+                    "title": f"{rng.choice(SUBJECTS).capitalize()} #{i}",
+                    "content": rng.choice(FORMS).format(s=rng.choice(SUBJECTS), p=rng.choice(PATHS)),
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                },
+            )
+            for i, stamp in enumerate(
+                (now - timedelta(days=rng.choice([0, 30, 90, 400]))).isoformat() for _ in range(40)
+            )
+        ]
+        assert (
+            services.items_import(records=records, default_project=project, projects_by_slug={}).created == 40
+        )
+    query = "how do we deploy to production"
+    found = search(projects=[cast.project, cast.other_project], query=query, limit=12, now=now)
+    expected = sorted(
+        brute_force(cast.project, query, 12, now) + brute_force(cast.other_project, query, 12, now),
+        key=lambda pair: pair[1],
+        reverse=True,
+    )[:12]
+    assert found.strategy == stream
+    assert {h.item.project_id for h in found.hits} == {cast.project.pk, cast.other_project.pk}
+    assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]
+    assert [h.score for h in found.hits] == pytest.approx([s for _, s in expected], abs=1e-5)

@@ -2,15 +2,18 @@
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from knowledge.ranking.signals import (
     Signals,
     combine,
+    final_score,
     git_factor,
     path_suffixes,
     proposal_penalty,
     recency_factor,
+    recency_of_age,
     score_ceiling,
 )
 
@@ -96,3 +99,24 @@ def test_without_live_files_the_ceiling_leaves_out_the_git_boost():
     assert score_ceiling(0.5) == pytest.approx(0.675)
     for recency in (0.0, 1.0):
         assert combine(Signals(0.5, recency, 0.0, 1.0)) <= score_ceiling(0.5, git_possible=False) + 1e-12
+
+
+def test_a_chunk_of_candidates_scores_as_each_of_them_alone():
+    """The ranking service scores arrays of candidates at once: element by element, the same numbers."""
+    rng = np.random.default_rng(5)
+    cosines = rng.uniform(-0.3, 0.99, 200)
+    ages = rng.uniform(-86_400, 400 * 86_400, 200)  # some in the future
+    ages[:3] = np.nan  # no timestamp at all
+    git = rng.choice([0.0, 0.5, 1.0], 200)
+    flags = rng.random(200) < 0.3
+    recency, penalty = recency_of_age(ages), proposal_penalty(flags)
+    finals, ceilings = final_score(cosines, recency, git, penalty), score_ceiling(cosines)
+    for n in range(200):
+        # numpy's vectorized power may differ from the scalar one in the last bit, nowhere else.
+        assert recency[n] == pytest.approx(recency_of_age(float(ages[n])), rel=1e-15, abs=0)
+        assert penalty[n] == proposal_penalty(bool(flags[n]))
+        signals = Signals(float(cosines[n]), float(recency[n]), float(git[n]), float(penalty[n]))
+        assert finals[n] == combine(signals) <= ceilings[n] + 1e-12
+        assert ceilings[n] == score_ceiling(float(cosines[n]))
+    assert recency[:3].tolist() == [0.0, 0.0, 0.0]
+    assert (recency[ages < 0] == 1.0).all() and (ages < 0).any()
