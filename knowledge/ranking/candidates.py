@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from django.db.models import FloatField
@@ -17,7 +17,8 @@ COLUMNS = ("project_id", "stamp", "references", "is_proposal")
 
 @dataclass
 class Candidates:
-    """Rows in descending cosine (ties by id); each array has one entry per row."""
+    """A chunk of a stream's rows, each array one entry per row. A stream's later chunks hold no cosine
+    above the bound it hands over with this one; within a chunk the rows may come in any order."""
 
     ids: np.ndarray  # int64
     cosines: np.ndarray  # float64
@@ -42,25 +43,18 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def take(self, rows: np.ndarray) -> Candidates:
-        return Candidates(
-            ids=self.ids[rows],
-            cosines=self.cosines[rows],
-            project_ids=self.project_ids[rows],
-            stamps=self.stamps[rows],
-            proposals=self.proposals[rows],
-            references=[self.references[n] for n in rows.tolist()],
-        )
 
-    @classmethod
-    def concat(cls, chunks: list[Candidates]) -> Candidates:
-        if len(chunks) == 1:
-            return chunks[0]
-        return cls(
-            ids=np.concatenate([c.ids for c in chunks]),
-            cosines=np.concatenate([c.cosines for c in chunks]),
-            project_ids=np.concatenate([c.project_ids for c in chunks]),
-            stamps=np.concatenate([c.stamps for c in chunks]),
-            proposals=np.concatenate([c.proposals for c in chunks]),
-            references=[r for c in chunks for r in c.references],
-        )
+def concat(parts: list):
+    """The rows of ``parts`` (instances of one dataclass of row columns) in one instance of it: arrays
+    concatenated, lists joined, nested dataclasses alike."""
+    if len(parts) == 1:
+        return parts[0]
+    return type(parts[0])(**{f.name: _joined([getattr(p, f.name) for p in parts]) for f in fields(parts[0])})
+
+
+def _joined(columns: list):
+    if isinstance(columns[0], np.ndarray):
+        return np.concatenate(columns)
+    if isinstance(columns[0], list):
+        return [row for column in columns for row in column]
+    return concat(columns)

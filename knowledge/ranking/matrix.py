@@ -73,7 +73,6 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
     grown = np.zeros((capacity, *array.shape[1:]), array.dtype)
     grown[: len(array)] = array
     return grown
-    return grown
 
 
 @dataclass
@@ -137,8 +136,12 @@ def _vectors(cursor, queryset) -> tuple[np.ndarray, np.ndarray]:
     return rows["id"].astype(np.int64), rows["vector"].astype(np.float32)
 
 
+# The oldest transaction still running: every write a read cannot see is stamped at or after it.
+_XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
+
 def _oldest_running_transaction(cursor) -> int:
-    cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+    cursor.execute(f"SELECT {_XMIN}")
     return cursor.fetchone()[0]
 
 
@@ -187,8 +190,7 @@ def _changes(project_id: int) -> tuple[str, tuple]:
         columns = ", ".join(f'c."{name}"' for name in _CHANGE_COLUMNS)
         # The join condition reaches the subquery, which reads the (project, version) index.
         _changes_sql[project_id] = (
-            f"SELECT w.xmin, {columns} FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-            f" AS xmin) w LEFT JOIN ({sql}) c ON c.version >= %s",
+            f"SELECT w.xmin, {columns} FROM (SELECT {_XMIN} AS xmin) w LEFT JOIN ({sql}) c ON c.version >= %s",
             params,
         )
     return _changes_sql[project_id]
@@ -254,11 +256,11 @@ def _gather(snapshots: list[_Snapshot], owner: np.ndarray, rows: np.ndarray, nam
 def nearest(
     project_ids: Sequence[int], query_vector: np.ndarray
 ) -> Iterator[tuple[Candidates, float | None]]:
-    """Every searchable item of ``project_ids`` in descending cosine (ties by id), as chunks, each with
-    the highest cosine any later row may have (None after the last chunk).
+    """Every searchable item of ``project_ids``, as chunks in descending cosine, each with the highest
+    cosine any later row may have (None after the last chunk).
 
-    Chunks double in size: most searches stop inside the first, so only it is selected, sorted and
-    rescored from the float32 vectors.
+    Chunks double in size: most searches stop after the first, so only it is selected and rescored
+    from the float32 vectors. Rows within a chunk are in no order: the ranking scores a chunk whole.
     """
     with _lock:
         snapshots = _snapshots_of(project_ids)
@@ -283,14 +285,10 @@ def nearest(
         if len(picked):
             owner = np.searchsorted(offsets, picked, side="right") - 1
             rows = picked - offsets[owner]
-            cosines = (_gather(snapshots, owner, rows, "vectors") @ query).astype(np.float64)
-            ids = _gather(snapshots, owner, rows, "ids")
-            order = np.lexsort((ids, -cosines))
-            owner, rows = owner[order], rows[order]
             yield (
                 Candidates(
-                    ids=ids[order],
-                    cosines=cosines[order],
+                    ids=_gather(snapshots, owner, rows, "ids"),
+                    cosines=(_gather(snapshots, owner, rows, "vectors") @ query).astype(np.float64),
                     project_ids=project_of[owner],
                     stamps=_gather(snapshots, owner, rows, "stamps"),
                     proposals=_gather(snapshots, owner, rows, "proposals"),

@@ -29,7 +29,7 @@ from pgvector.django import CosineDistance
 from knowledge import embeddings
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.ranking import matrix
-from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates
+from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
 from knowledge.ranking.signals import (
     GIT_WINDOW_DAYS,
     Signals,
@@ -171,18 +171,6 @@ class _Scored:
     penalty: np.ndarray
     final: np.ndarray
 
-    @classmethod
-    def concat(cls, parts: list[_Scored]) -> _Scored:
-        if len(parts) == 1:
-            return parts[0]
-        return cls(
-            Candidates.concat([p.candidates for p in parts]),
-            *(
-                np.concatenate([getattr(p, name) for p in parts])
-                for name in ("recency", "git", "penalty", "final")
-            ),
-        )
-
     def best(self, limit: int) -> list[int]:
         """Rows of the ``limit`` best, best first: by final score, then cosine, then the older id."""
         return np.lexsort((self.candidates.ids, -self.candidates.cosines, -self.final))[:limit].tolist()
@@ -227,7 +215,7 @@ def _read(
                 break  # no later row can enter
     if not parts:
         return None, 0
-    read = _Scored.concat(parts)
+    read = concat(parts)
     needed = int(np.count_nonzero(score_ceiling(read.candidates.cosines, git_possible=git_possible) >= kth))
     return read, needed
 
