@@ -35,6 +35,7 @@ from knowledge.ranking.signals import (
     Signals,
     final_score,
     git_factor,
+    live_references,
     path_suffixes,
     proposal_penalty,
     recency_of_age,
@@ -88,10 +89,6 @@ def _project_ids(projects) -> tuple[int, ...]:
     if hasattr(projects, "values_list"):
         return tuple(sorted(projects.values_list("id", flat=True)))
     return tuple(sorted(p if isinstance(p, int) else p.pk for p in projects))
-
-
-def live_references(references: list[str], suffixes: frozenset[str]) -> tuple[str, ...]:
-    return tuple(ref for ref in references if ref.strip("/") in suffixes)
 
 
 _SIZE_TTL = 60.0

@@ -62,12 +62,17 @@ def path_suffixes(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def live_references(references: Iterable[str], live_suffixes: frozenset[str]) -> tuple[str, ...]:
+    """The references that match a live path (equal to it, or a trailing part of it at a '/')."""
+    return tuple(ref for ref in references if ref.strip("/") in live_suffixes)
+
+
 def git_factor(references: Iterable[str], live_suffixes: frozenset[str]) -> float:
-    """Share of the item's references that match a live path (equal to it, or a trailing part at '/')."""
+    """Share of the item's references that match a live path."""
     refs = list(references)
     if not refs or not live_suffixes:
         return 0.0
-    return sum(1 for ref in refs if ref.strip("/") in live_suffixes) / len(refs)
+    return len(live_references(refs, live_suffixes)) / len(refs)
 
 
 def proposal_penalty(is_proposal):
