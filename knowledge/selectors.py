@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import cache
+
+from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from accounts.models import Project
 from knowledge.models import KnowledgeItem
 
 
@@ -11,6 +16,29 @@ def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
     if tag:
         items = items.filter(tags__contains=[tag])
     return items
+
+
+def items_by_id(ids: Sequence[int], *, projects: dict[int, Project]) -> dict[int, KnowledgeItem]:
+    """The items ``ids`` of ``projects`` as ``items_for(projects=…).in_bulk(ids)`` reads them, each with its
+    project from ``projects``: in one statement written once, for the ORM took ~2 ms to compile, join
+    and build the ten hits of a search, a fifth of its time after the model has run."""
+    items = {}
+    for item in KnowledgeItem.objects.raw(_items_by_id_sql(), [list(ids), list(projects)]):
+        item.project = projects[item.project_id]
+        items[item.pk] = item
+    return items
+
+
+@cache
+def _items_by_id_sql() -> str:
+    quote = connection.ops.quote_name
+    meta = KnowledgeItem._meta
+    columns = ", ".join(quote(f.column) for f in meta.concrete_fields if f.name != "embedding")
+    # is_pending as without_embedding() annotates it; archived items are out of memory (in_projects).
+    return (
+        f"SELECT {columns}, embedding IS NULL AS embedding_missing FROM {quote(meta.db_table)}"
+        f" WHERE id = ANY(%s) AND project_id = ANY(%s) AND archived_at IS NULL"
+    )
 
 
 def item_get(*, projects, pk: int) -> KnowledgeItem:

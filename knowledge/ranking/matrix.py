@@ -225,15 +225,16 @@ def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
     snapshot.watermark = rows[0][0]
 
 
-def _snapshots_of(project_ids: Sequence[int]) -> list[_Snapshot]:
-    with connection.cursor() as cursor:
+def refreshed(project_ids: Sequence[int]) -> list[_Snapshot]:
+    """The copies of the projects' searchable items, caught up with the database (loaded on first use)."""
+    with _lock, connection.cursor() as cursor:
         for project_id in project_ids:
             snapshot = _snapshots.get(project_id)
             if snapshot is None:
                 _snapshots[project_id] = _load(cursor, project_id)
             else:
                 _refresh(cursor, project_id, snapshot)
-    return [_snapshots[project_id] for project_id in project_ids]
+        return [_snapshots[project_id] for project_id in project_ids]
 
 
 def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -254,16 +255,15 @@ def _gather(snapshots: list[_Snapshot], owner: np.ndarray, rows: np.ndarray, nam
 
 
 def nearest(
-    project_ids: Sequence[int], query_vector: np.ndarray
+    snapshots: list[_Snapshot], query_vector: np.ndarray
 ) -> Iterator[tuple[Candidates, float | None]]:
-    """Every searchable item of ``project_ids``, as chunks in descending cosine, each with the highest
-    cosine any later row may have (None after the last chunk).
+    """Every searchable item of ``snapshots`` (from ``refreshed``), as chunks in descending cosine, each
+    with the highest cosine any later row may have (None after the last chunk).
 
     Chunks double in size: most searches stop after the first, so only it is selected and rescored
     from the float32 vectors. Rows within a chunk are in no order: the ranking scores a chunk whole.
     """
-    with _lock:
-        snapshots = _snapshots_of(project_ids)
+    with _lock:  # a refresh in another thread may grow the arrays: read them as of one moment
         query = query_vector.astype(np.float32)
         sizes = [s.size for s in snapshots]
         screened = np.concatenate(

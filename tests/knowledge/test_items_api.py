@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -39,6 +40,27 @@ def test_create_returns_the_item_with_its_derived_fields(owner_api):
         body["project"] == "acme" and body["is_proposal"] is True and body["references"] == ["app/views.py"]
     )
     assert KnowledgeItem.objects.get(pk=body["id"]).embedding is not None
+
+
+def test_the_written_out_item_representation_is_the_one_drf_builds_from_the_fields(cast):
+    from rest_framework import serializers
+
+    from knowledge.api.serializers import ItemOutputSerializer
+
+    make_item(cast.project, "TODO: split app/views.py", "see ./app/views.py:10", tags=["web", "ops"])
+    make_item(
+        cast.project, "Plain", "no references", created_at=datetime(2024, 2, 29, 23, 59, 59, 123456, UTC)
+    )
+    KnowledgeItem.objects.filter(title="Plain").update(embedding=None)  # pending
+    items = list(KnowledgeItem.objects.select_related("project").without_embedding()) + list(
+        KnowledgeItem.objects.all()  # is_pending read from the vector itself
+    )
+    serializer = ItemOutputSerializer()
+    for item in items:
+        written = serializer.to_representation(item)
+        assert written == serializers.ModelSerializer.to_representation(serializer, item)
+        assert list(written) == ItemOutputSerializer.Meta.fields
+    assert {serializer.to_representation(i)["is_pending"] for i in items} == {True, False}
 
 
 def test_updating_the_content_re_embeds_and_bumps_updated_at(cast, owner_api):
