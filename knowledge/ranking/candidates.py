@@ -25,7 +25,7 @@ class Candidates:
     project_ids: np.ndarray  # int64
     stamps: np.ndarray  # float64 POSIX seconds; NaN for no timestamp
     proposals: np.ndarray  # bool
-    references: list[list[str]]
+    references: np.ndarray  # object: each row's list of paths (an array gathers a chunk's in C)
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> Candidates:
@@ -37,16 +37,21 @@ class Candidates:
             project_ids=np.array(project_ids, dtype=np.int64),
             stamps=np.array([np.nan if s is None else s for s in stamps], dtype=np.float64),
             proposals=np.array(proposals, dtype=bool),
-            references=list(references),
+            references=objects(references),
         )
 
     def __len__(self) -> int:
         return len(self.ids)
 
 
+def objects(values) -> np.ndarray:
+    """A one-dimensional array of ``values`` as they are (np.array would make lists of one length a 2-D array)."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
 def concat(parts: list):
     """The rows of ``parts`` (instances of one dataclass of row columns) in one instance of it: arrays
-    concatenated, lists joined, nested dataclasses alike."""
+    concatenated, nested dataclasses alike."""
     if len(parts) == 1:
         return parts[0]
     return type(parts[0])(**{f.name: _joined([getattr(p, f.name) for p in parts]) for f in fields(parts[0])})
@@ -55,6 +60,4 @@ def concat(parts: list):
 def _joined(columns: list):
     if isinstance(columns[0], np.ndarray):
         return np.concatenate(columns)
-    if isinstance(columns[0], list):
-        return [row for column in columns for row in column]
     return concat(columns)

@@ -37,7 +37,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef
 
 from knowledge.models import KnowledgeItem
-from knowledge.ranking.candidates import STAMP, Candidates
+from knowledge.ranking.candidates import STAMP, Candidates, objects
 
 DIMENSIONS = settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS
 # One row of `COPY (SELECT id, embedding …) TO STDOUT (FORMAT BINARY)`: field count, then each field's
@@ -90,12 +90,12 @@ class _Snapshot:
     searchable: np.ndarray  # bool: embedded, in memory, not a test fixture, not deleted
     stamps: np.ndarray  # float64: what recency ages, as candidates.STAMP reads it
     proposals: np.ndarray  # bool
-    references: list[list[str]]
+    references: np.ndarray  # object: each row's list of paths
     row_of: dict[int, int]
     watermark: int  # read again every row stamped at or after this transaction id
     size: int
 
-    ARRAYS = ("ids", "vectors", "halves", "searchable", "stamps", "proposals")
+    ARRAYS = ("ids", "vectors", "halves", "searchable", "stamps", "proposals", "references")
 
     def append(self, ids: list[int], vectors: list, attributes: list[tuple]) -> None:
         end = self.size + len(ids)
@@ -103,7 +103,6 @@ class _Snapshot:
             capacity = max(end, len(self.ids) * 3 // 2, 1024)
             for name in self.ARRAYS:
                 setattr(self, name, _grown(getattr(self, name), capacity))
-            self.references.extend([] for _ in range(capacity - len(self.references)))
         self.ids[self.size : end] = ids
         self.searchable[self.size : end] = True
         for k, (vector, item_attributes) in enumerate(zip(vectors, attributes, strict=True)):
@@ -163,7 +162,7 @@ def _load(cursor, project_id: int) -> _Snapshot:
         searchable=np.ones(len(ids), dtype=bool),
         stamps=np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
         proposals=np.array([a[2] for a in attributes], dtype=bool),
-        references=[a[1] for a in attributes],
+        references=objects([a[1] for a in attributes]),
         row_of={i: n for n, i in enumerate(ids.tolist())},
         watermark=watermark,
         size=len(ids),
@@ -292,9 +291,7 @@ def nearest(
                     project_ids=project_of[owner],
                     stamps=_gather(snapshots, owner, rows, "stamps"),
                     proposals=_gather(snapshots, owner, rows, "proposals"),
-                    references=[
-                        snapshots[o].references[r] for o, r in zip(owner.tolist(), rows.tolist(), strict=True)
-                    ],
+                    references=_gather(snapshots, owner, rows, "references"),
                 ),
                 rest,
             )
