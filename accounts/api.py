@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 
 from accounts.models import Project
-from accounts.selectors import projects_for
+from accounts.selectors import project_list_for, projects_for
 from contextforge.api import ApplicationError
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
@@ -50,7 +50,9 @@ def request_project(request, slug: str | None, scope: str) -> Project:
 def projects_named(request, slug: str | None, scope: str = "read"):
     """The project ``slug`` names (checked as request_project checks it), or without a slug every
     project the request reaches: what a ``?project=`` filter or a body's ``project`` narrows to."""
-    return [request_project(request, slug, scope)] if slug else request_projects(request, scope)
+    if slug:
+        return [request_project(request, slug, scope)]
+    return project_list_for(user=request.user, scope=scope, api_key=request.auth)
 
 
 def ensure_may(request, project: Project, scope: str) -> None:

@@ -3,10 +3,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import cache
 
+from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
+from contextforge.statements import table
 from gitsync.models import Commit, CommitFile, Repository
 
 LIVE_DAYS = 30
@@ -16,20 +19,24 @@ def live_paths(*, project_ids: Sequence[int], since: datetime) -> dict[int, froz
     """Paths touched since ``since`` by the enabled repositories of each project, by project id.
 
     Only commits still on their branch are stored (a sync removes the rest), so this is what is live.
+    Every search reads it, so its statement is written once.
     """
-    rows = (
-        CommitFile.objects.filter(
-            commit__repository__project_id__in=project_ids,
-            commit__repository__enabled=True,
-            commit__committed_at__gte=since,
-        )
-        .values_list("commit__repository__project_id", "path")
-        .distinct()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_live_paths_sql(), [list(project_ids), since])
+        rows = cursor.fetchall()
     paths: dict[int, set[str]] = defaultdict(set)
     for project_id, path in rows:
         paths[project_id].add(path)
     return {project_id: frozenset(p) for project_id, p in paths.items()}
+
+
+@cache
+def _live_paths_sql() -> str:
+    return (
+        f"SELECT DISTINCT r.project_id, f.path FROM {table(CommitFile)} f"
+        f" JOIN {table(Commit)} c ON c.id = f.commit_id JOIN {table(Repository)} r ON r.id = c.repository_id"
+        " WHERE r.project_id = ANY(%s) AND r.enabled AND c.committed_at >= %s"
+    )
 
 
 def repositories_for(*, projects) -> QuerySet[Repository]:
