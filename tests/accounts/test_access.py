@@ -38,6 +38,41 @@ def test_a_revoked_key_gets_401(cast, api_for):
     assert client.get("/api/v1/items/").status_code == 401
 
 
+def test_a_key_of_a_deactivated_owner_gets_401(cast, api_for):
+    client = api_for(cast.owner)
+    assert client.get("/api/v1/items/").status_code == 200
+    cast.owner.is_active = False
+    cast.owner.save(update_fields=["is_active"])
+    assert client.get("/api/v1/items/").status_code == 401
+
+
+def test_the_project_list_of_the_hot_path_is_the_projects_queryset(cast):
+    """project_list_for (one statement, every API search) and projects_for (a queryset) agree for every
+    role, scope and kind of key."""
+    from accounts.models import Project
+    from accounts.selectors import project_list_for, projects_for
+
+    third = services.project_create(name="Zeta", slug="zeta", owner=cast.owner)
+    services.membership_set(user=cast.viewer, project=third, role="admin")
+    Project.objects.create(name="Nobody's", slug="nobodys")
+    users = (cast.owner, cast.member, cast.viewer, cast.outsider, None)
+    seen = set()
+    for user in users:
+        keys = [None]
+        if user is not None:
+            keys += [
+                services.api_key_create(owner=user, name="k", scopes=scopes, project=project).key
+                for scopes in (["read"], ["read", "write", "admin"])
+                for project in (None, cast.project)
+            ]
+        for key in keys:
+            for scope in ("read", "write", "admin"):
+                listed = project_list_for(user=user, scope=scope, api_key=key)
+                assert listed == list(projects_for(user=user, scope=scope, api_key=key))
+                seen.add(tuple(p.slug for p in listed))
+    assert {(), ("acme",), ("elsewhere",), ("acme", "zeta")} <= seen  # the cases really differ
+
+
 def test_a_key_is_stored_only_as_a_hash_and_records_its_last_use(cast, api_for):
     client = api_for(cast.owner)
     key = ApiKey.objects.get(owner=cast.owner)
