@@ -26,19 +26,10 @@ ROLE_SCOPES: dict[str, frozenset[str]] = {
 }
 
 
-class ProjectQuerySet(models.QuerySet):
-    def visible_to(self, user) -> ProjectQuerySet:
-        if user is None or not user.is_authenticated:
-            return self.none()
-        return self.filter(memberships__user=user)
-
-
 class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-
-    objects = ProjectQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -60,11 +51,6 @@ class Membership(models.Model):
         return f"{self.user} in {self.project} ({self.role})"
 
 
-class ApiKeyQuerySet(models.QuerySet):
-    def active(self) -> ApiKeyQuerySet:
-        return self.filter(revoked_at__isnull=True)
-
-
 class ApiKey(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
     # A key bound to a project acts only there; an unbound key acts in every project of its owner.
@@ -80,8 +66,6 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

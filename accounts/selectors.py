@@ -53,9 +53,8 @@ def _reached(*, user, scope: str, api_key: ApiKey | None) -> tuple[str, list] | 
 
 
 def active_key_with_owner(*, hashed_secret: str) -> ApiKey | None:
-    """The unrevoked key of that hash with its owner loaded: what
-    ``ApiKey.objects.active().select_related("owner").filter(hashed_secret=…).first()`` reads, in a
-    statement written once (it runs on every API request)."""
+    """The unrevoked key of that hash with its owner loaded, in a statement written once (it runs on
+    every API request)."""
     sql, key_names, owner_names = _active_key_sql()
     with connection.cursor() as cursor:
         cursor.execute(sql, [hashed_secret])

@@ -1,8 +1,9 @@
 """Hot reads in SQL written once per process, their rows made model instances as the ORM makes them.
 
 The ORM compiles a query each time it runs: ~0.3 ms for a join, twice that right after the embedding
-model has swept the CPU caches. A search request reads its key, its live paths and its hits that way
-on every call, so those statements are written here once, from the models' own metadata.
+model has swept the CPU caches. An API search reads its key, its projects, its live paths and its
+hits on every call, so those statements are written once, from the models' own metadata, with the
+helpers here.
 """
 
 from __future__ import annotations

@@ -63,6 +63,36 @@ def test_the_written_out_item_representation_is_the_one_drf_builds_from_the_fiel
     assert {serializer.to_representation(i)["is_pending"] for i in items} == {True, False}
 
 
+def test_the_hits_statement_reads_what_items_for_reads(cast):
+    """items_by_id (one statement, every search's hits) and items_for(...).in_bulk agree: archived items
+    and other projects' items left out, pending ones flagged, each with its project, no vector loaded."""
+    from django.utils import timezone
+
+    from knowledge import selectors
+
+    kept = make_item(cast.project, "Kept", "a plain note")
+    pending = make_item(cast.project, "Pending", "not embedded yet")
+    archived = make_item(cast.project, "Archived", "moved to tasks")
+    elsewhere = make_item(cast.other_project, "Elsewhere", "another team's note")
+    KnowledgeItem.objects.filter(pk=pending.pk).update(embedding=None)
+    KnowledgeItem.objects.filter(pk=archived.pk).update(archived_at=timezone.now())
+    ids = [kept.pk, pending.pk, archived.pk, elsewhere.pk, 10**9]
+    read = selectors.items_by_id(ids, projects={cast.project.pk: cast.project})
+    expected = selectors.items_for(projects=[cast.project]).in_bulk(ids)
+    assert sorted(read) == sorted(expected) == sorted([kept.pk, pending.pk])
+    for pk, item in read.items():
+        assert item.project is cast.project
+        assert (item.title, item.tags, item.references, item.updated_at, item.is_pending) == (
+            expected[pk].title,
+            expected[pk].tags,
+            expected[pk].references,
+            expected[pk].updated_at,
+            expected[pk].is_pending,
+        )
+        assert "embedding" in item.get_deferred_fields()
+    assert read[pending.pk].is_pending and not read[kept.pk].is_pending
+
+
 def test_updating_the_content_re_embeds_and_bumps_updated_at(cast, owner_api):
     item = make_item(cast.project, "Queue", "We use RabbitMQ.")
     before = (item.updated_at, item.embedding.copy())
