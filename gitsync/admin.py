@@ -9,9 +9,27 @@ from gitsync.tasks import sync_repository
 
 
 class RepositoryAdminForm(forms.ModelForm):
+    # Write-only: the stored credential is never rendered, not even masked; the form says whether one is set.
+    credential = forms.CharField(
+        label=_("credential"),
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text=_("user:token or a token for an https remote. Empty: keep what is stored."),
+    )
+    clear_credential = forms.BooleanField(label=_("Remove the stored credential"), required=False)
+
     class Meta:
         model = Repository
         fields = ["project", "name", "url", "branch", "enabled"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.credential:
+            self.fields["credential"].help_text = _(
+                "A credential is set. Type a new one to replace it; empty keeps it."
+            )
+        else:
+            del self.fields["clear_credential"]
 
     def clean_url(self):
         from django.conf import settings
@@ -51,6 +69,20 @@ class RepositoryAdmin(admin.ModelAdmin):
         "webhook_secret",
     ]
     actions = ["sync_now"]
+
+    def save_model(self, request, obj, form, change):
+        """Through the services, which take a credential out of the URL and keep it apart."""
+        data = form.cleaned_data
+        fields = {name: data[name] for name in ("project", "name", "url", "branch", "enabled")}
+        if data.get("clear_credential"):
+            fields["credential"] = ""
+        elif data.get("credential"):
+            fields["credential"] = data["credential"]
+        if change:
+            saved = services.repository_update(repository=Repository.objects.get(pk=obj.pk), **fields)
+        else:
+            saved = services.repository_create(**fields)
+        obj.pk, obj.url, obj.credential = saved.pk, saved.url, saved.credential
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(commit_total=Count("commits"))

@@ -22,6 +22,14 @@ class Repository(models.Model):
             "https://, ssh://, git:// or git@host:path; or a local path under CONTEXTFORGE_GIT_LOCAL_ROOTS."
         ),
     )
+    # An https URL's user information ("user:token" or a token), kept out of the URL so that nothing
+    # that shows the URL shows it; git receives it at call time only (sources.credential_config).
+    credential = models.CharField(
+        _("credential"),
+        max_length=1000,
+        blank=True,
+        help_text=_("user:token or a token for an https remote; never shown once saved."),
+    )
     branch = models.CharField(
         _("branch"), max_length=200, blank=True, help_text=_("Empty: the remote's default branch.")
     )

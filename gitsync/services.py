@@ -18,11 +18,19 @@ from pathlib import Path
 
 import git
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from gitsync.models import Commit, CommitFile, Repository
-from gitsync.sources import GIT_ALLOW_PROTOCOL, validate_source
+from gitsync.sources import (
+    GIT_ALLOW_PROTOCOL,
+    credential_config,
+    redact,
+    same_origin,
+    split_credential,
+    validate_source,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,16 +67,30 @@ def clone_path(repository: Repository) -> Path:
     return Path(settings.DATA_DIR) / "repos" / f"{repository.pk}-{digest}.git"
 
 
-def repository_create(*, project, name: str, url: str, branch: str = "", enabled: bool = True) -> Repository:
-    url = validate_source(url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+def repository_create(
+    *, project, name: str, url: str, branch: str = "", enabled: bool = True, credential: str = ""
+) -> Repository:
+    url, in_url = split_credential(validate_source(url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS))
     return Repository.objects.create(
-        project=project, name=name, url=url, branch=branch.strip(), enabled=enabled
+        project=project,
+        name=name,
+        url=url,
+        credential=credential or in_url,
+        branch=branch.strip(),
+        enabled=enabled,
     )
 
 
 def repository_update(*, repository: Repository, **fields) -> Repository:
+    """Change any of project, name, url, branch, enabled, credential ("" clears it). Without a credential
+    the stored one is kept, unless the URL moves to another host (the old one is never sent there)."""
     if "url" in fields:
-        fields["url"] = validate_source(fields["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+        url = validate_source(fields["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+        fields["url"], in_url = split_credential(url)
+        if in_url:
+            fields.setdefault("credential", in_url)
+        elif not same_origin(fields["url"], repository.url):
+            fields.setdefault("credential", "")
     changed_source = any(
         fields.get(k, getattr(repository, k)) != getattr(repository, k) for k in ("url", "branch")
     )
@@ -97,7 +119,7 @@ def clone_options(url: str) -> list[str]:
 
 def _open_clone(repository: Repository) -> git.Repo:
     path = clone_path(repository)
-    env = _git_env()
+    env = {**_git_env(), **credential_config(repository.url, repository.credential)}
     if (path / "HEAD").exists():
         clone = git.Repo(path)
         with clone.git.custom_environment(**env):
@@ -216,6 +238,7 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
     since = now - timedelta(days=settings.CONTEXTFORGE_GIT_HISTORY_DAYS)
     horizon = [] if full else [f"--since={since.isoformat()}"]
     try:
+        _recheck_source(repository)
         stored = dict(Commit.objects.filter(repository=repository).values_list("sha", "id"))
         clone, head, reachable, wanted = _read_branch(repository, horizon, listed=bool(stored))
         with transaction.atomic():
@@ -245,7 +268,7 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         SyncError,
         OSError,
     ) as exc:
-        message = _error_text(exc)
+        message = redact(_error_text(exc), repository.credential)
         logger.warning("sync of repository %s (%s) failed: %s", repository.pk, repository.name, message)
         Repository.objects.filter(pk=repository.pk).update(last_error=message, last_attempt_at=now)
         report.status, report.message = "failed", message
@@ -253,6 +276,15 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         _unlock(repository.pk)
     repository.refresh_from_db()
     return report
+
+
+def _recheck_source(repository: Repository) -> None:
+    """A local repository may have changed since it was connected (its `.git` made a file pointing
+    elsewhere, alternates added): it is checked again before every sync."""
+    try:
+        validate_source(repository.url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+    except ValidationError as exc:
+        raise SyncError(" ".join(exc.messages)) from None
 
 
 def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: set[str] | None = None) -> int:

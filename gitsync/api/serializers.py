@@ -10,6 +10,9 @@ class RepositoryOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     commit_count = serializers.IntegerField(read_only=True)
     status = serializers.CharField(read_only=True)
+    credential_set = serializers.SerializerMethodField(
+        help_text="Whether a credential is stored; the credential itself is never shown."
+    )
 
     class Meta:
         model = Repository
@@ -18,6 +21,7 @@ class RepositoryOutputSerializer(serializers.ModelSerializer):
             "project",
             "name",
             "url",
+            "credential_set",
             "branch",
             "enabled",
             "status",
@@ -30,10 +34,17 @@ class RepositoryOutputSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def get_credential_set(self, repository: Repository) -> bool:
+        return bool(repository.credential)
+
+
+CREDENTIAL_HELP = "user:token or a token for an https remote (also read from the URL); never shown back."
+
 
 class RepositoryCreateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=200)
     url = StrictCharField(max_length=1000)
+    credential = StrictCharField(max_length=1000, required=False, allow_blank=True, help_text=CREDENTIAL_HELP)
     branch = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     enabled = serializers.BooleanField(required=False, default=True)
     project = serializers.SlugField(required=False)
@@ -42,6 +53,7 @@ class RepositoryCreateInputSerializer(serializers.Serializer):
 class RepositoryUpdateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=200, required=False)
     url = StrictCharField(max_length=1000, required=False)
+    credential = StrictCharField(max_length=1000, required=False, allow_blank=True, help_text=CREDENTIAL_HELP)
     branch = StrictCharField(max_length=200, required=False, allow_blank=True)
     enabled = serializers.BooleanField(required=False)
 

@@ -65,3 +65,75 @@ def test_dotdot_and_symlinks_out_of_a_root_are_refused(tmp_path):
         with pytest.raises(ValidationError) as error:
             validate_source(url, local_roots=[str(root)])
         assert why in error.value.message_dict["url"][0]
+
+
+@pytest.mark.parametrize(
+    "url", ["ssh://[-oProxyCommand=x]/a", "https://[not-an-ip]/a.git", "https://example.org:99999/a.git"]
+)
+def test_a_url_that_urllib_cannot_read_is_refused_with_a_reason(url):
+    with pytest.raises(ValidationError) as error:
+        validate_source(url, local_roots=[])
+    assert "cannot be read" in error.value.message_dict["url"][0]
+
+
+@pytest.mark.django_db
+def test_an_unreadable_url_gets_a_400_from_the_api_never_a_500(cast):
+    from tests.conftest import api_client_for
+
+    client = api_client_for(cast.owner, project=cast.project)
+    response = client.post(
+        "/api/v1/repositories/", {"name": "x", "url": "ssh://[-oProxyCommand=x]/a"}, format="json"
+    )
+    assert response.status_code == 400 and "url" in response.json()
+
+
+def test_an_ssh_url_with_a_password_is_refused():
+    with pytest.raises(ValidationError, match="key"):
+        validate_source("ssh://git:hunter2@example.org/app.git", local_roots=[])
+
+
+def _git(*args, cwd):
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_a_dot_git_file_pointing_outside_the_roots_is_refused(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    _git("init", "-q", "--bare", str(outside / "secret.git"), cwd=tmp_path)
+    (root / "app").mkdir()
+    (root / "app" / ".git").write_text(f"gitdir: {outside / 'secret.git'}\n")
+    with pytest.raises(ValidationError) as error:
+        validate_source(str(root / "app"), local_roots=[str(root)])
+    assert "outside the allowed roots" in error.value.message_dict["url"][0]
+    relative = root / "relative"
+    relative.mkdir()
+    (relative / ".git").write_text("gitdir: ../../outside/secret.git\n")
+    with pytest.raises(ValidationError, match="outside the allowed roots"):
+        validate_source(str(relative), local_roots=[str(root)])
+
+
+def test_a_dot_git_file_pointing_inside_the_roots_is_accepted(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    _git("init", "-q", "--bare", str(root / "store.git"), cwd=tmp_path)
+    (root / "app").mkdir()
+    (root / "app" / ".git").write_text(f"gitdir: {root / 'store.git'}\n")
+    assert validate_source(str(root / "app"), local_roots=[str(root)]) == str(root / "app")
+
+
+def test_alternates_outside_the_roots_are_refused_even_chained(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    _git("init", "-q", str(root / "app"), cwd=tmp_path)
+    _git("init", "-q", "--bare", str(root / "middle.git"), cwd=tmp_path)
+    _git("init", "-q", "--bare", str(outside / "secret.git"), cwd=tmp_path)
+    alternates = root / "app" / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(f"{root / 'middle.git' / 'objects'}\n")
+    assert validate_source(str(root / "app"), local_roots=[str(root)]) == str(root / "app")
+    (root / "middle.git" / "objects" / "info" / "alternates").write_text(
+        f"{outside / 'secret.git' / 'objects'}\n"
+    )
+    with pytest.raises(ValidationError, match="outside the allowed roots"):
+        validate_source(str(root / "app"), local_roots=[str(root)])

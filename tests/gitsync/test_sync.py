@@ -292,3 +292,20 @@ def test_a_history_is_written_in_batches_and_a_failed_batch_leaves_none_of_them(
     stored = set(Commit.objects.values_list("sha", flat=True))
     assert stored == set(source.git("rev-list", "main").split())
     assert CommitFile.objects.count() == len(source.git("log", "--name-only", "--format=", "main").split())
+
+
+def test_a_repository_whose_dot_git_becomes_a_file_pointing_outside_the_roots_is_not_synced(
+    cast, source, tmp_path
+):
+    import shutil
+
+    repository = connect(cast, source)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.move(source.path / ".git", outside / "secret.git")
+    (source.path / ".git").write_text(f"gitdir: {outside / 'secret.git'}\n")
+    report = services.repository_sync(repository=repository)
+    assert report.status == "failed"
+    repository.refresh_from_db()
+    assert "outside the allowed roots" in repository.last_error
+    assert not Commit.objects.filter(repository=repository).exists()
