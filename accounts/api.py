@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 
-from accounts.models import Project
+from accounts.models import Project, Scope
 from accounts.selectors import project_list_for, projects_for
 from contextforge.api import ApplicationError
 
@@ -19,6 +19,10 @@ ROLE_FORBIDS = _("Your role in project '{slug}' does not allow '{scope}'.")
 
 
 def request_projects(request, scope: str = "read") -> QuerySet[Project]:
+    """The projects the request may act in with ``scope``; in an admin-scoped action (an import, a
+    repository's connection or sync) only those where the owner's role is admin, whatever ``scope``."""
+    if getattr(request, "admin_action", False):
+        scope = Scope.ADMIN
     return projects_for(user=request.user, scope=scope, api_key=request.auth)
 
 
@@ -52,6 +56,8 @@ def projects_named(request, slug: str | None, scope: str = "read"):
     project the request reaches: what a ``?project=`` filter or a body's ``project`` narrows to."""
     if slug:
         return [request_project(request, slug, scope)]
+    if getattr(request, "admin_action", False):
+        return list(request_projects(request, scope))
     return project_list_for(user=request.user, scope=scope, api_key=request.auth)
 
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, permissions
 
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Scope
+from accounts.selectors import projects_for
 
 MISSING_SCOPE = _("This API key lacks the '{scope}' scope.")
+NO_ROLE_FOR_SCOPE = _("Your role allows '{scope}' in no project this key reaches.")
 
 SAFE_SCOPE = "read"
 UNSAFE_SCOPE = "write"
@@ -21,6 +23,12 @@ class HasScope(permissions.BasePermission):
         scope = required_scope(request, view)
         if scope not in key.scopes:
             raise exceptions.PermissionDenied(MISSING_SCOPE.format(scope=scope))
+        if scope == Scope.ADMIN:
+            # The scope alone never suffices: the owner's role must grant it too, in every project the
+            # action touches (accounts.api.request_projects narrows to those), and in one at least.
+            request.admin_action = True
+            if not projects_for(user=request.user, scope=scope, api_key=key).exists():
+                raise exceptions.PermissionDenied(NO_ROLE_FOR_SCOPE.format(scope=scope))
         return True
 
 

@@ -196,3 +196,74 @@ def test_the_keys_page_shows_a_new_secret_once_and_revokes(cast, client):
     client.post(f"/dashboard/keys/{key.pk}/revoke/")
     key.refresh_from_db()
     assert key.revoked_at is not None
+
+
+# Admin-scoped actions: the key's admin scope and the owner's admin role in the target project, both.
+ADMIN_ACTIONS = [
+    ("post", "/api/v1/items/import/", b'{"title":"Imported","content":"b"}', "application/x-ndjson"),
+    ("get", "/api/v1/repositories/", None, None),
+    ("post", "/api/v1/repositories/", b'{"name":"r","url":"https://example.org/r.git"}', "application/json"),
+]
+
+
+def _call(client, method, url, body, content_type):
+    if body is None:
+        return getattr(client, method)(url)
+    return getattr(client, method)(url, body, content_type=content_type)
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound key", "unbound key"])
+@pytest.mark.parametrize("who", ["member", "viewer"])
+@pytest.mark.parametrize(("method", "url", "body", "content_type"), ADMIN_ACTIONS)
+def test_a_key_with_the_admin_scope_acts_as_admin_only_where_its_owner_is_admin(
+    cast, api_for, who, bound, method, url, body, content_type
+):
+    from gitsync.models import Repository
+    from knowledge.models import KnowledgeItem
+
+    client = api_for(
+        getattr(cast, who), scopes=["read", "write", "admin"], project=cast.project if bound else None
+    )
+    response = _call(client, method, url, body, content_type)
+    assert response.status_code == 403 and "role" in response.json()["detail"]
+    assert not KnowledgeItem.objects.filter(title="Imported").exists()
+    assert not Repository.objects.exists()
+
+
+def test_an_unbound_admin_key_imports_only_into_projects_where_its_owner_is_admin(cast, api_for):
+    from knowledge.models import KnowledgeItem
+
+    services.membership_set(user=cast.owner, project=cast.other_project, role="member")
+    client = api_for(cast.owner)  # unbound: reaches acme (admin) and elsewhere (member)
+    response = client.post(
+        "/api/v1/items/import/?project=elsewhere",
+        b'{"title":"Into elsewhere","content":"b"}',
+        content_type="application/x-ndjson",
+    )
+    assert response.status_code == 400 and "project" in response.json()
+    lines = b'{"title":"Named elsewhere","content":"b","project":"elsewhere"}\n{"title":"Into acme","content":"c","project":"acme"}'
+    report = client.post("/api/v1/items/import/", lines, content_type="application/x-ndjson").json()
+    assert report["created"] == 1 and report["failed"] == 1
+    assert not KnowledgeItem.objects.filter(project=cast.other_project).exists()
+    assert KnowledgeItem.objects.filter(project=cast.project, title="Into acme").exists()
+
+
+def test_an_unbound_admin_key_connects_and_syncs_repositories_only_where_its_owner_is_admin(
+    cast, api_for, celery_broker
+):
+    from gitsync import services as gitsync_services
+
+    services.membership_set(user=cast.owner, project=cast.other_project, role="member")
+    theirs = gitsync_services.repository_create(
+        project=cast.other_project, name="theirs", url="https://example.org/theirs.git"
+    )
+    client = api_for(cast.owner)
+    response = client.post(
+        "/api/v1/repositories/",
+        {"name": "r", "url": "https://example.org/r.git", "project": "elsewhere"},
+        format="json",
+    )
+    assert response.status_code == 400 and "project" in response.json()
+    assert client.post(f"/api/v1/repositories/{theirs.pk}/sync/").status_code == 404
+    assert client.delete(f"/api/v1/repositories/{theirs.pk}/").status_code == 404
+    assert [r["name"] for r in client.get("/api/v1/repositories/").json()] == []
