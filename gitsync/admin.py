@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from gitsync import services
 from gitsync.models import Commit, Repository
-from gitsync.tasks import sync_repository
+from gitsync.tasks import queue_sync
 
 
 class RepositoryAdminForm(forms.ModelForm):
@@ -100,8 +100,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         queued = 0
         for repository in queryset.filter(enabled=True):
             try:
-                sync_repository.delay(repository.pk)
-                queued += 1
+                queued += queue_sync(repository.pk)
             except Exception as exc:  # broker down: sync here and now instead
                 report = services.repository_sync(repository=repository)
                 self.message_user(

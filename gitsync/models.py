@@ -39,6 +39,8 @@ class Repository(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_error = models.TextField(blank=True, editable=False)
+    # Set while a sync waits in the queue, cleared when it starts: one waiting sync is enough.
+    sync_queued_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -57,6 +59,22 @@ class Repository(models.Model):
         if self.last_error:
             return "failing"
         return "ok" if self.last_success_at else "never synced"
+
+
+class WebhookDelivery(models.Model):
+    """A forge's delivery id, kept a day so that the same delivery sent again is refused."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+", db_index=False)
+    delivery_id = models.CharField(max_length=200)
+    received_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "delivery_id"], name="unique_webhook_delivery")
+        ]
+
+    def __str__(self) -> str:
+        return self.delivery_id
 
 
 class Commit(models.Model):

@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from gitsync.models import Commit, CommitFile, Repository
+from gitsync.models import Commit, CommitFile, Repository, WebhookDelivery
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
@@ -102,6 +102,21 @@ def repository_update(*, repository: Repository, **fields) -> Repository:
             repository.commits.all().delete()
             Repository.objects.filter(pk=repository.pk).update(last_synced_commit="")
     return repository
+
+
+# How long a webhook's delivery id is remembered: the same id within it is a replay.
+REPLAY_WINDOW = timedelta(hours=24)
+
+
+def webhook_delivery_record(*, repository: Repository, delivery_id: str, now: datetime | None = None) -> bool:
+    """Remember a webhook delivery; False when the same delivery came within REPLAY_WINDOW (a replay)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(received_at__lt=now - REPLAY_WINDOW).delete()
+        _delivery, created = WebhookDelivery.objects.get_or_create(
+            repository=repository, delivery_id=delivery_id, defaults={"received_at": now}
+        )
+    return created
 
 
 def repository_delete(*, repository: Repository) -> None:

@@ -16,17 +16,21 @@ from accounts.api import request_project, request_projects
 from contextforge.api import ApplicationError
 from gitsync import selectors, services
 from gitsync.api import serializers as s
-from gitsync.models import Repository
-from gitsync.tasks import sync_repository
+from gitsync.models import Repository, WebhookDelivery
+from gitsync.tasks import queue_sync
 from knowledge.api.views import RawBodyParser, _valid
 
 NAME_TAKEN = _("The project has a repository of that name already.")
 BAD_SIGNATURE = _("The webhook signature does not match.")
+REPLAYED = _("This delivery was received already.")
+# Where GitHub and GitLab put the id of a delivery (the same id when a delivery is sent again).
+DELIVERY_HEADERS = ("X-GitHub-Delivery", "X-Gitlab-Event-UUID")
 
 
-def _queue_sync(repository: Repository) -> None:
+def _queue_sync(repository: Repository) -> str:
+    """ "queued", or "already queued" when a sync of the repository waits already."""
     try:
-        sync_repository.delay(repository.pk)
+        return "queued" if queue_sync(repository.pk) else "already queued"
     except Exception as exc:  # the broker is down; beat will sync it later
         raise ApplicationError(
             _("Could not queue the sync: {error}").format(error=exc), status_code=503
@@ -105,8 +109,8 @@ class RepositorySyncApi(APIView):
     )
     def post(self, request, pk: int):
         repository = _repository(request, pk)
-        _queue_sync(repository)
-        return Response({"status": "queued", "repository": repository.pk}, status=status.HTTP_202_ACCEPTED)
+        queued = _queue_sync(repository)
+        return Response({"status": queued, "repository": repository.pk}, status=status.HTTP_202_ACCEPTED)
 
 
 def signature_valid(repository: Repository, body: bytes, headers) -> bool:
@@ -123,7 +127,8 @@ def signature_valid(repository: Repository, body: bytes, headers) -> bool:
 
 
 class RepositoryWebhookApi(APIView):
-    """A push event from the forge: signed with the repository's secret, it queues a sync."""
+    """A push event from the forge: signed with the repository's secret, it queues a sync (one waiting
+    sync per repository at most); a delivery id seen within services.REPLAY_WINDOW is refused."""
 
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
@@ -132,7 +137,12 @@ class RepositoryWebhookApi(APIView):
     @extend_schema(
         operation_id="repositories_webhook",
         request={"application/json": OpenApiTypes.OBJECT},
-        responses={202: OpenApiResponse(OpenApiTypes.OBJECT, description="The sync is queued.")},
+        responses={
+            202: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="The sync is queued, or one waits already."
+            ),
+            409: OpenApiResponse(OpenApiTypes.OBJECT, description="The delivery was received already."),
+        },
         auth=[],
     )
     def post(self, request, pk: int):
@@ -140,5 +150,10 @@ class RepositoryWebhookApi(APIView):
         body = request.data if isinstance(request.data, bytes) else b""
         if repository is None or not signature_valid(repository, body, request.headers):
             return Response({"detail": BAD_SIGNATURE}, status=status.HTTP_403_FORBIDDEN)
-        _queue_sync(repository)
-        return Response({"status": "queued"}, status=status.HTTP_202_ACCEPTED)
+        delivery = next((request.headers[h] for h in DELIVERY_HEADERS if request.headers.get(h)), "")
+        if delivery and not services.webhook_delivery_record(
+            repository=repository,
+            delivery_id=delivery[: WebhookDelivery._meta.get_field("delivery_id").max_length],
+        ):
+            return Response({"detail": REPLAYED}, status=status.HTTP_409_CONFLICT)
+        return Response({"status": _queue_sync(repository)}, status=status.HTTP_202_ACCEPTED)
