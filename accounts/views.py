@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import math
+
+from axes.helpers import get_cool_off
 from django.contrib import messages
+from django.contrib.auth.forms import AuthenticationForm
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors, services
@@ -33,3 +38,15 @@ def key_revoke(request, pk: int):
     services.api_key_revoke(key=key)
     messages.success(request, _("Revoked “%(name)s”.") % {"name": key.name})
     return redirect("keys:list")
+
+
+def login_locked_out(request, original_response=None, credentials=None):
+    """django-axes' answer to a sign-in while too many have failed: the form again, saying how long."""
+    minutes = math.ceil(get_cool_off(request).total_seconds() / 60)
+    message = ngettext(
+        "Too many failed sign-ins. Try again in %(minutes)d minute.",
+        "Too many failed sign-ins. Try again in %(minutes)d minutes.",
+        minutes,
+    ) % {"minutes": minutes}
+    context = {"form": AuthenticationForm(request), "locked_out": message}
+    return render(request, "registration/login.html", context, status=429)
