@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
+from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Membership, Project
@@ -26,6 +27,13 @@ COMMENT_REQUIRED = _("A comment needs some text.")
 NOT_A_WISH = _("Only an item flagged as a wish (TODO:, FIXME:, WISH:, XXX:, HACK:, IDEA:) moves to tasks.")
 ALREADY_MOVED = _("This item has been moved to tasks already.")
 NO_SOURCE = _("This task did not come from memory: there is nothing to bring back.")
+TASK_GONE = _("This task no longer exists.")
+WISH_CHOICE = _(
+    "This task came from a wish: say whether the wish comes back to memory (restore) or is deleted too (delete)."
+)
+# What deleting a task that came from a wish does with the wish; it is never left archived.
+WISH_RESTORE, WISH_DELETE = "restore", "delete"
+WISH_ACTIONS = (WISH_RESTORE, WISH_DELETE)
 
 TASK_FIELDS = ("title", "description", "status", "priority", "assignee", "due_date", "tags")
 
@@ -79,9 +87,17 @@ def task_create(*, project: Project, title: str, created_by=None, source_item=No
         )
 
 
+def _locked(task: Task) -> Task:
+    """The task's row, locked until the transaction ends; a 404 when another request deleted it first."""
+    current = Task.objects.select_for_update().filter(pk=task.pk).first()
+    if current is None:
+        raise Http404(TASK_GONE)
+    return current
+
+
 def task_update(*, task: Task, **fields) -> Task:
     with transaction.atomic():
-        current = Task.objects.select_for_update().get(pk=task.pk)
+        current = _locked(task)
         cleaned = _clean(current.project, fields)
         for name, value in cleaned.items():
             setattr(current, name, value)
@@ -89,8 +105,23 @@ def task_update(*, task: Task, **fields) -> Task:
     return current
 
 
-def task_delete(*, task: Task) -> None:
-    task.delete()
+def task_delete(*, task: Task, wish: str = "") -> KnowledgeItem | None:
+    """Delete a task. One that came from a wish needs ``wish``: WISH_RESTORE brings the wish back to
+    memory as it was, WISH_DELETE deletes it too. Returns the wish brought back, if any."""
+    with transaction.atomic():
+        current = _locked(task)
+        item = current.source_item
+        if item is not None and wish not in WISH_ACTIONS:
+            raise ValidationError({"wish": WISH_CHOICE})
+        current.delete()
+        if item is not None and wish == WISH_DELETE:
+            knowledge_services.item_delete(item=item)
+            item = None
+        elif item is not None:
+            knowledge_services.item_restore(item=item)
+    if item is not None:
+        item.refresh_from_db()
+    return item
 
 
 def comment_create(*, task: Task, author, text: str) -> Comment:
@@ -142,11 +173,6 @@ def wishes_to_tasks(*, items, created_by=None) -> list[Task]:
 def task_back_to_memory(*, task: Task) -> KnowledgeItem:
     """Undo a move: the wish returns to memory exactly as it was, and the task it became is gone."""
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=task.pk)
-        if task.source_item_id is None:
+        if _locked(task).source_item_id is None:
             raise ValidationError({"task": NO_SOURCE})
-        item = task.source_item
-        knowledge_services.item_restore(item=item)
-        task.delete()
-    item.refresh_from_db()
-    return item
+        return task_delete(task=task, wish=WISH_RESTORE)

@@ -166,8 +166,19 @@ def task_comment(request, pk: int):
 @require_POST
 def task_delete(request, pk: int):
     task = _task(request, pk, write=True)
-    services.task_delete(task=task)
-    messages.success(request, _("Deleted %(id)s.") % {"id": task.short_id})
+    try:
+        restored = services.task_delete(task=task, wish=request.POST.get("wish", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("tasks:task", pk=task.pk)
+    if restored is not None:
+        messages.success(
+            request,
+            _("Deleted %(id)s; “%(title)s” is back in memory.")
+            % {"id": task.short_id, "title": restored.title},
+        )
+    else:
+        messages.success(request, _("Deleted %(id)s.") % {"id": task.short_id})
     return redirect("tasks:board")
 
 

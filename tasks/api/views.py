@@ -96,9 +96,22 @@ class TaskDetailApi(APIView):
         data = with_assignee(_valid(s.TaskUpdateInputSerializer, request.data))
         return Response(s.TaskOutputSerializer(services.task_update(task=task, **data)).data)
 
-    @extend_schema(operation_id="tasks_destroy", responses={204: None})
+    @extend_schema(
+        operation_id="tasks_destroy",
+        parameters=[
+            OpenApiParameter(
+                "wish",
+                str,
+                enum=services.WISH_ACTIONS,
+                description="Required when the task came from a wish: restore brings the wish back to "
+                "memory, delete deletes it too.",
+            )
+        ],
+        responses={204: None},
+    )
     def delete(self, request, pk: int):
-        services.task_delete(task=_task(request, pk, "write"))
+        task = _task(request, pk, "write")
+        services.task_delete(task=task, wish=request.query_params.get("wish", ""))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

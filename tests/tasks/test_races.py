@@ -1,0 +1,87 @@
+"""Two requests on one object at once, on the real database: the loser gets a 404, never a 500."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from knowledge.models import KnowledgeItem
+from tasks import services
+from tasks.models import Task
+from tests.conftest import api_client_for
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def in_thread(call) -> tuple[threading.Thread, list]:
+    """Run ``call`` in a thread of its own (its own database connection); its result lands in the list."""
+    result: list = []
+
+    def run():
+        try:
+            result.append(call())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def test_two_back_to_memory_calls_at_once_answer_200_and_404(cast):
+    task = services.wish_to_task(item=make_item(cast.project, "WISH: dark mode", "Please."))
+    clients = [api_client_for(cast.owner, project=cast.project) for _ in range(2)]
+    start = threading.Barrier(2)
+
+    def back(client):
+        start.wait()
+        return client.post(f"/api/v1/tasks/{task.pk}/back-to-memory/").status_code
+
+    runs = [in_thread(lambda c=c: back(c)) for c in clients]
+    for thread, _ in runs:
+        thread.join(30)
+    assert sorted(result[0] for _, result in runs) == [200, 404]
+
+
+def test_a_back_to_memory_waiting_on_a_delete_gets_404(cast):
+    task = services.wish_to_task(item=make_item(cast.project, "WISH: dark mode", "Please."))
+    client = api_client_for(cast.owner, project=cast.project)
+    with transaction.atomic():
+        Task.objects.select_for_update().get(pk=task.pk)  # another request holds the task
+        thread, result = in_thread(lambda: client.post(f"/api/v1/tasks/{task.pk}/back-to-memory/"))
+        time.sleep(1)  # the request has read the task and waits for its lock
+        services.task_delete(task=task, wish="restore")
+    thread.join(30)
+    assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
+
+
+def test_a_task_patch_waiting_on_a_delete_gets_404(cast):
+    task = services.task_create(project=cast.project, title="Ship it")
+    client = api_client_for(cast.owner, project=cast.project)
+    with transaction.atomic():
+        Task.objects.select_for_update().get(pk=task.pk)
+        thread, result = in_thread(
+            lambda: client.patch(f"/api/v1/tasks/{task.pk}/", {"status": "done"}, format="json")
+        )
+        time.sleep(1)
+        services.task_delete(task=task)
+    thread.join(30)
+    assert result[0].status_code == 404
+
+
+def test_an_item_patch_waiting_on_a_delete_gets_404(cast):
+    item = make_item(cast.project, "Billing retries", "Failed charges retry three times.")
+    client = api_client_for(cast.owner, project=cast.project)
+    with transaction.atomic():
+        KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        thread, result = in_thread(
+            lambda: client.patch(f"/api/v1/items/{item.pk}/", {"tags": ["billing"]}, format="json")
+        )
+        time.sleep(1)
+        KnowledgeItem.objects.filter(pk=item.pk).delete()
+    thread.join(30)
+    assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
