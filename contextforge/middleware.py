@@ -1,10 +1,27 @@
 from __future__ import annotations
 
+import logging
+import sys
+
 from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.handlers.exception import response_for_exception
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+logger = logging.getLogger(__name__)
 
 # These answer to API keys, webhooks' signatures or nobody; the admin has its own login.
 LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
+# Paths whose callers are programs: every answer is JSON.
+MACHINE_PREFIXES = ("/api/", "/mcp")
+DATABASE_DOWN = gettext_lazy("The database is unavailable. Try again in a moment.")
+# The errors of a database that is down, restarting or unreachable (not those of a bad query).
+DATABASE_DOWN_ERRORS = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 30
 
 
 class DashboardLoginRequiredMiddleware(LoginRequiredMiddleware):
@@ -24,10 +41,51 @@ class RejectNulMiddleware:
 
     def __call__(self, request):
         if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
-            from django.http import HttpResponseBadRequest, JsonResponse
+            from django.http import HttpResponseBadRequest
 
             message = _("The query string must not contain NUL characters.")
             if request.path.startswith("/api/"):
                 return JsonResponse({"detail": message}, status=400)
             return HttpResponseBadRequest(message)
         return self.get_response(request)
+
+
+def database_unavailable(request) -> HttpResponse:
+    """503: JSON for the API and MCP, a page (that needs no database) for people."""
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    if request.path.startswith(MACHINE_PREFIXES):
+        return JsonResponse({"detail": str(DATABASE_DOWN)}, status=503, headers=headers)
+    page = render_to_string("503.html", {"message": DATABASE_DOWN})
+    return HttpResponse(page, status=503, headers=headers)
+
+
+def failure_response(request, exception: BaseException | None) -> HttpResponse | None:
+    """The answer to a failure that is no bug: the database down (503), or an object that another
+    request deleted between this one's read and its write (404, as if it had been gone already)."""
+    if isinstance(exception, DATABASE_DOWN_ERRORS):
+        logger.error("database unavailable on %s %s: %s", request.method, request.path, exception)
+        return database_unavailable(request)
+    if isinstance(exception, ObjectDoesNotExist):
+        return response_for_exception(request, Http404(str(exception)))
+    return None
+
+
+class FailureResponseMiddleware:
+    """Turns failure_response's failures raised by a view into their answers instead of a 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return failure_response(request, exception)
+
+
+def server_error(request):
+    """handler500: a failure raised outside any view (a middleware reading the session while the
+    database is down) gets failure_response's answer too; anything else is the API's 500."""
+    from contextforge.api import handler500
+
+    return failure_response(request, sys.exc_info()[1]) or handler500(request)

@@ -28,4 +28,4 @@ urlpatterns = [
 
 handler400 = "contextforge.api.handler400"
 handler404 = "contextforge.api.handler404"
-handler500 = "contextforge.api.handler500"
+handler500 = "contextforge.middleware.server_error"

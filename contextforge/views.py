@@ -1,14 +1,22 @@
 from __future__ import annotations
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from knowledge import embeddings
 
 
+def _signed_in_staff(request) -> bool:
+    try:  # the session lives in the database, which may be the thing that is down
+        return bool(request.user.is_authenticated and request.user.is_staff)
+    except DatabaseError:
+        return False
+
+
 @require_GET
 def healthz(request):
+    """ok or down, and nothing else for anyone: what fails, and where, is shown to signed-in staff only."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -16,9 +24,8 @@ def healthz(request):
         database = {"status": "ok", "pgvector": row[0] if row else None}
     except Exception as exc:  # any database failure means "down"
         database = {"status": "down", "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
-    body = {
-        "status": "ok" if database["status"] == "ok" else "down",
-        "database": database,
-        "embedder": embeddings.status(),
-    }
-    return JsonResponse(body, status=200 if database["status"] == "ok" else 503)
+    up = database["status"] == "ok"
+    body = {"status": "ok" if up else "down"}
+    if _signed_in_staff(request):
+        body.update(database=database, embedder=embeddings.status())
+    return JsonResponse(body, status=200 if up else 503)

@@ -23,6 +23,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from contextforge.api import ApplicationError
+from contextforge.middleware import DATABASE_DOWN, DATABASE_DOWN_ERRORS, RETRY_AFTER_SECONDS
 from mcpserver.access import MISSING_KEY, Caller, authenticate, readable_projects
 from mcpserver.server import Context, build_server
 
@@ -84,6 +85,9 @@ class ApiKeyMiddleware:
             return
         except ApplicationError as exc:
             await _json(send, 403, exc.message)
+            return
+        except DATABASE_DOWN_ERRORS:
+            await _json(send, 503, str(DATABASE_DOWN), {"Retry-After": str(RETRY_AFTER_SECONDS)})
             return
         scope[SCOPE_KEY] = caller
         await self.app(scope, receive, send)

@@ -262,8 +262,9 @@ def test_an_empty_import_gets_a_400(cast, api_for):
     assert response.status_code == 400 and "body" in response.json()
 
 
-def test_healthz_reports_database_and_embedder(client, embedder):
-    body = client.get("/healthz").json()
+def test_healthz_reports_database_and_embedder_to_signed_in_staff_only(client, admin_client, embedder):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    body = admin_client.get("/healthz").json()
     assert body["database"]["status"] == "ok" and body["database"]["pgvector"]
     assert body["embedder"]["status"] == "loaded"
 
