@@ -99,3 +99,19 @@ def test_the_api_docs_load_swagger_ui_from_this_site_only(client):
         if "script=" in address:  # the page's own start-up script: no address outside this site
             hosts = {urlsplit(u.decode()).netloc for u in re.findall(rb"https?://[^\s\"'`]+", body)}
             assert hosts <= {"testserver"}, hosts
+
+
+def test_a_dashboard_form_posted_without_its_csrf_token_is_refused(cast):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(cast.owner)
+    response = client.post("/dashboard/tasks/create/", {"title": "Forged", "project": cast.project.pk})
+    assert response.status_code == 403
+
+
+def test_markup_in_an_item_is_shown_as_text_never_run(cast):
+    item = make_item(cast.project, "<script>alert(1)</script> title", "<img src=x onerror=alert(2)> body")
+    client = Client()
+    client.force_login(cast.owner)
+    page = client.get(f"/dashboard/items/{item.pk}/").content
+    assert b"<script>alert(1)" not in page and b"<img src=x" not in page
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -1,5 +1,8 @@
+import shutil
+
 from django.db import migrations, models
 
+from gitsync.services import clone_path
 from gitsync.sources import redact, split_credential
 
 
@@ -8,6 +11,8 @@ def move_credentials_out_of_urls(apps, schema_editor):
     for repository in Repository.objects.all():
         url, credential = split_credential(repository.url)
         if credential or repository.last_error != redact(repository.last_error):
+            # The clone made from the old URL keeps it, credential included, in its config.
+            shutil.rmtree(clone_path(repository), ignore_errors=True)
             repository.url = url
             repository.credential = repository.credential or credential
             repository.last_error = redact(repository.last_error, credential)

@@ -86,19 +86,23 @@ def test_moving_the_url_to_another_host_drops_the_old_credential(cast):
     assert repository.credential == ""
 
 
-def test_the_migration_moves_existing_credentials_out_of_urls_and_errors(cast):
+def test_the_migration_moves_existing_credentials_out_of_urls_errors_and_clones(cast, roots):
     repository = Repository.objects.create(
         project=cast.project,
         name="old",
         url=URL,
         last_error=f"git failed: fatal: unable to access '{URL}/': 403",
     )
+    old_clone = services.clone_path(repository)
+    old_clone.mkdir(parents=True)
+    (old_clone / "config").write_text(f'[remote "origin"]\n\turl = {URL}\n')
     migration = importlib.import_module("gitsync.migrations.0003_repository_credential")
     migration.move_credentials_out_of_urls(apps, None)
     repository.refresh_from_db()
     assert repository.url == "https://git.example.org/acme/app.git"
     assert repository.credential == f"alice:{TOKEN}"
     assert TOKEN not in repository.last_error and "alice" not in repository.last_error
+    assert not old_clone.exists()
 
 
 @pytest.fixture
