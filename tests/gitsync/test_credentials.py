@@ -159,6 +159,8 @@ def test_a_sync_authenticates_with_the_stored_credential_which_stays_out_of_the_
     report = services.repository_sync(repository=repository)
     assert report.status == "synced", report.message
     assert report.added > 0
+    again = services.repository_sync(repository=repository)  # a fetch into the clone, authenticated too
+    assert again.status == "synced", again.message
     assert seen and all(header.startswith("Basic ") for header in seen)
     clone = services.clone_path(repository)
     config = subprocess.run(["git", "config", "--list"], cwd=clone, capture_output=True, text=True).stdout
