@@ -22,7 +22,9 @@ TRANSPORT = _("The '{transport}::' transport is not allowed.")
 SCHEME = _("Only https://, ssh://, git:// and git@host:path remotes are accepted, not {scheme}://.")
 NO_HOST = _("The URL has no host.")
 MALFORMED = _("The URL cannot be read: {reason}.")
-SSH_PASSWORD = _("An ssh:// URL authenticates with a key: leave the password out of it.")
+PASSWORD_NOT_HTTPS = _(
+    "Only an https:// URL may carry a password: ssh:// authenticates with a key, git:// not at all."
+)
 OPTION = _("The URL smuggles an option ('-' at the start of its user, host or path).")
 LOCAL_DISABLED = _("Local paths are not accepted here (no CONTEXTFORGE_GIT_LOCAL_ROOTS are configured).")
 LOCAL_OUTSIDE = _("Local paths must lie under one of: {roots}.")
@@ -61,8 +63,8 @@ def validate_source(url: str, *, local_roots: list[str]) -> str:
             raise refuse(str(SCHEME).format(scheme=parts.scheme or "?"))
         if not hostname:
             raise refuse(NO_HOST)
-        if parts.password is not None and parts.scheme.lower() == "ssh":
-            raise refuse(SSH_PASSWORD)
+        if parts.password is not None and parts.scheme.lower() != "https":
+            raise refuse(PASSWORD_NOT_HTTPS)
         if any(piece.startswith("-") for piece in (parts.username or "", hostname, parts.path.lstrip("/"))):
             raise refuse(OPTION)
         return url

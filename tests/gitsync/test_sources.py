@@ -87,9 +87,12 @@ def test_an_unreadable_url_gets_a_400_from_the_api_never_a_500(cast):
     assert response.status_code == 400 and "url" in response.json()
 
 
-def test_an_ssh_url_with_a_password_is_refused():
-    with pytest.raises(ValidationError, match="key"):
-        validate_source("ssh://git:hunter2@example.org/app.git", local_roots=[])
+@pytest.mark.parametrize(
+    "url", ["ssh://git:hunter2@example.org/app.git", "git://u:hunter2@example.org/a.git"]
+)
+def test_a_password_in_a_url_other_than_https_is_refused(url):
+    with pytest.raises(ValidationError, match="Only an https:// URL may carry a password"):
+        validate_source(url, local_roots=[])
 
 
 def _git(*args, cwd):
