@@ -20,6 +20,7 @@ import git
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from gitsync.models import Commit, CommitFile, Repository, WebhookDelivery
@@ -102,6 +103,23 @@ def repository_update(*, repository: Repository, **fields) -> Repository:
             repository.commits.all().delete()
             Repository.objects.filter(pk=repository.pk).update(last_synced_commit="")
     return repository
+
+
+# A sync marked queued this long ago is taken as lost (a broker that dropped it) and may be queued anew.
+QUEUED_EXPIRES = timedelta(hours=1)
+
+
+def repository_sync_mark_queued(*, repository_id: int, now: datetime | None = None) -> bool:
+    """Mark a sync of the repository as waiting in the queue, unless one waits already: True if marked
+    (the caller then queues it). One waiting sync is enough: a later push is in what it will fetch."""
+    now = now or timezone.now()
+    waiting = Q(sync_queued_at__isnull=False, sync_queued_at__gte=now - QUEUED_EXPIRES)
+    return bool(Repository.objects.filter(pk=repository_id).exclude(waiting).update(sync_queued_at=now))
+
+
+def repository_sync_unmark_queued(*, repository_id: int) -> None:
+    """No sync waits any more: it started (a push from now on needs one of its own), or never got queued."""
+    Repository.objects.filter(pk=repository_id).update(sync_queued_at=None)
 
 
 # How long a webhook's delivery id is remembered: the same id within it is a replay.

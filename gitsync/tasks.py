@@ -1,29 +1,20 @@
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
-from django.db.models import Q
-from django.utils import timezone
 
 from gitsync import services
 from gitsync.models import Repository
-
-# A sync marked queued this long ago is taken as lost (a broker that dropped it) and may be queued anew.
-QUEUED_EXPIRES = timedelta(hours=1)
 
 
 def queue_sync(repository_id: int) -> bool:
     """Queue a sync of the repository unless one already waits (webhooks, beat and admins coalesce into
     it): True if this call queued one. Raises what the broker raises when it is down."""
-    now = timezone.now()
-    waiting = Q(sync_queued_at__isnull=False, sync_queued_at__gte=now - QUEUED_EXPIRES)
-    if not Repository.objects.filter(pk=repository_id).exclude(waiting).update(sync_queued_at=now):
+    if not services.repository_sync_mark_queued(repository_id=repository_id):
         return False
     try:
         sync_repository.delay(repository_id)
     except Exception:
-        Repository.objects.filter(pk=repository_id).update(sync_queued_at=None)
+        services.repository_sync_unmark_queued(repository_id=repository_id)
         raise
     return True
 
@@ -34,15 +25,14 @@ class SyncFailed(Exception):
 
 @shared_task(bind=True, autoretry_for=(SyncFailed,), retry_backoff=30, retry_backoff_max=1800, max_retries=5)
 def sync_repository(self, repository_id: int, full: bool = False) -> dict:
-    # Started: a push from now on needs a sync of its own.
-    Repository.objects.filter(pk=repository_id).update(sync_queued_at=None)
+    services.repository_sync_unmark_queued(repository_id=repository_id)
     repository = Repository.objects.filter(pk=repository_id, enabled=True).first()
     if repository is None:
         return {"status": "gone"}
     report = services.repository_sync(repository=repository, full=full)
     if report.status == "failed":
         if self.request.retries < self.max_retries:  # the retry waits in the queue: pushes coalesce into it
-            Repository.objects.filter(pk=repository_id).update(sync_queued_at=timezone.now())
+            services.repository_sync_mark_queued(repository_id=repository_id)
         raise SyncFailed(report.message)  # recorded on the repository already; retried with backoff
     return vars(report)
 
