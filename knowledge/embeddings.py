@@ -58,8 +58,13 @@ def _resolve(name: str) -> str:
 
 
 def _cache_key() -> tuple:
-    # The export lives in the data directory, so a process that points elsewhere loads afresh.
-    return (model_name(), settings.CONTEXTFORGE_EMBEDDING_BACKEND, str(settings.DATA_DIR))
+    # Every setting the loaded engine depends on: the export lives in the data directory.
+    return (
+        model_name(),
+        settings.CONTEXTFORGE_EMBEDDING_BACKEND,
+        settings.CONTEXTFORGE_EMBEDDING_THREADS,
+        str(settings.DATA_DIR),
+    )
 
 
 def get_model():
