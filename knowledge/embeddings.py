@@ -185,8 +185,6 @@ class OnnxModel:
         convert_to_numpy: bool = True,
         show_progress_bar: bool = False,
     ) -> np.ndarray:
-        if isinstance(texts, str):
-            return self.encode([texts], batch_size=batch_size, normalize_embeddings=normalize_embeddings)[0]
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         # Longest first, as sentence-transformers batches: texts of like length pad each other least.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))

