@@ -27,6 +27,9 @@ CONCURRENT_CALLS = 30  # per client thread
 START_ROUNDS = 3
 BATCH = 64
 BATCH_WORDS = 50
+# Between engines: torch's OpenMP threads spin for a while after their work, on the cores the next
+# engine timed would need.
+SETTLE_S = 0.5
 
 
 def engines() -> dict:
@@ -69,6 +72,7 @@ def speed(models: dict) -> dict:
         encode(model, texts[:8])
     for _ in range(ROUNDS):
         for name, model in models.items():
+            time.sleep(SETTLE_S)
             t = timings[name]
             for q in queries:
                 wall, cpu = time.perf_counter(), time.process_time()
@@ -107,6 +111,7 @@ def concurrency(models: dict) -> dict:
                     latencies.append((time.perf_counter() - started) * 1000)
 
             threads = [threading.Thread(target=client, args=(i * 7,)) for i in range(clients)]
+            time.sleep(SETTLE_S)
             started = time.perf_counter()
             for t in threads:
                 t.start()
