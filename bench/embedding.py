@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -176,6 +177,40 @@ def start_up() -> dict:
     }
 
 
+def int8(model) -> dict:
+    """Dynamic int8 quantization of the export (not offered by the app): its cosine error and cost."""
+    import tempfile
+
+    import numpy as np
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from bench import data
+    from knowledge import embeddings
+
+    texts = batch_texts()
+    queries = data.QUERIES
+    with tempfile.TemporaryDirectory() as tmp:
+        quantized = Path(tmp) / "int8.onnx"
+        export = embeddings.export_path(Path(model.folder))
+        logging.disable(logging.WARNING)  # the quantizer logs a line per tensor it leaves alone
+        quantize_dynamic(
+            export, quantized, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+        logging.disable(logging.NOTSET)
+        small = embeddings.OnnxModel(quantized, model.folder, model.max_seq_length, model.dimensions)
+        cost = {}
+        for name, engine in (("fp32", model), ("int8", small)):
+            cpu = time.process_time()
+            notes, asked = encode(engine, texts), encode(engine, queries)
+            cost[name] = (time.process_time() - cpu, notes, asked)
+    (_, notes, asked), (_, notes8, asked8) = cost["fp32"], cost["int8"]
+    return {
+        "cpu_ratio": cost["fp32"][0] / cost["int8"][0],
+        "max_query_note_cosine_error": float(np.abs(asked @ notes.T - asked8 @ notes8.T).max()),
+        "max_note_note_cosine_error": float(np.abs(notes @ notes.T - notes8 @ notes8.T).max()),
+    }
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", help="Write the result here.")
@@ -196,6 +231,7 @@ def main(argv=None) -> dict:
     result["start"] = start_up()
     result["speed"] = speed(models)
     result["concurrency"] = concurrency(models)
+    result["int8"] = int8(models["onnx-2t"])
     torch_speed = result["speed"]["torch"]
     default = result["speed"][f"onnx-{min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)}t"]
     result["query_ratio"] = default["query_p50_ms"] / torch_speed["query_p50_ms"]
@@ -228,6 +264,11 @@ def report(r: dict) -> None:
             f"{c} clients {v['p50_ms']:.1f} ms / {v['queries_per_s']:.0f} q/s" for c, v in by_clients.items()
         )
         print(f"  {name:8} concurrent: {cells}")
+    q = r["int8"]
+    print(
+        f"  int8 (not offered): {q['cpu_ratio']:.1f}x less CPU, cosine error up to "
+        f"{q['max_query_note_cosine_error']:.3f} query-note, {q['max_note_note_cosine_error']:.3f} note-note"
+    )
     for backend, s in r["start"].items():
         print(
             f"  {backend:8} start: process {s['process_s']:.1f} s (model + first query {s['load_s']:.2f} s), "

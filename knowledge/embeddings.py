@@ -171,6 +171,8 @@ class OnnxModel:
         pad_token = _pad_token(folder)
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad_token) or 0, pad_token=pad_token)
         self.tokenizer = tokenizer
+        self.folder = folder
+        self.max_seq_length = max_seq_length
         self.dimensions = dimensions
 
     def get_embedding_dimension(self) -> int:
