@@ -1,10 +1,12 @@
 """`make bench`: the search benchmark at each size, then the git sync benchmark, each in its own
-database on the embedded server (``--only search`` or ``--only gitsync`` runs one of them).
+database on the embedded server, then the embedding engines against each other (``--only search``,
+``--only gitsync`` or ``--only embedding`` runs one of them).
 
 Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
 the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula,
-git full ingest against `git log --name-status -M` over the same history (see bench/gitsync.py).
+git full ingest against `git log --name-status -M` over the same history (see bench/gitsync.py),
+the ONNX engine against torch (see bench/embedding.py).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="A smoke run: 2,000 items, 500 real, 500 commits."
     )
-    parser.add_argument("--only", choices=("search", "gitsync"), help="Run one benchmark (default: both).")
+    parser.add_argument(
+        "--only", choices=("search", "gitsync", "embedding"), help="Run one benchmark (default: all)."
+    )
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
     parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
     args = parser.parse_args(argv)
@@ -43,7 +47,7 @@ def main(argv=None) -> int:
     from contextforge.embedded_db import ensure_embedded_database
 
     results = []
-    for size in [] if args.only == "gitsync" else sizes:
+    for size in sizes if args.only in (None, "search") else []:
         name = f"bench_{size}"
         url = ensure_embedded_database(data_dir, name=name)
         import psycopg
@@ -76,11 +80,31 @@ def main(argv=None) -> int:
         result["wall_s"] = time.perf_counter() - started
         results.append(result)
         print_result(result)
-    if args.only != "gitsync":
+    if args.only in (None, "search"):
         (results_dir / "search.json").write_text(json.dumps(results, indent=2))
-    if args.only != "search":
+    if args.only in (None, "gitsync"):
         run_gitsync(data_dir, results_dir, commits=500 if args.quick else args.commits, repo=args.repo)
+    if args.only in (None, "embedding"):
+        run_embedding(data_dir, results_dir)
     return 0
+
+
+def run_embedding(data_dir: Path, results_dir: Path) -> dict:
+    from bench import embedding
+    from contextforge.embedded_db import ensure_embedded_database
+
+    out = results_dir / "embedding.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": ensure_embedded_database(data_dir, name="bench_embedding"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "bench.embedding", "--json", str(out)], env=env, cwd=ROOT, check=True
+    )
+    result = json.loads(out.read_text())
+    embedding.report(result)
+    return result
 
 
 def run_gitsync(data_dir: Path, results_dir: Path, *, commits: int, repo: str | None) -> dict:

@@ -248,6 +248,16 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # ContextForge itself.
 CONTEXTFORGE_EMBEDDING_MODEL = os.environ.get("CONTEXTFORGE_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 CONTEXTFORGE_EMBEDDING_DIMENSIONS = 384
+# onnx: ONNX Runtime over an export of the model made once into DATA_DIR/models; torch: sentence-transformers.
+CONTEXTFORGE_EMBEDDING_BACKEND = os.environ.get("CONTEXTFORGE_EMBEDDING_BACKEND") or "onnx"
+if CONTEXTFORGE_EMBEDDING_BACKEND not in ("onnx", "torch"):
+    raise ImproperlyConfigured(
+        f"CONTEXTFORGE_EMBEDDING_BACKEND must be onnx or torch, got {CONTEXTFORGE_EMBEDDING_BACKEND!r}"
+    )
+# ONNX Runtime threads per process for one embedding call; concurrent calls (gunicorn threads) share them.
+CONTEXTFORGE_EMBEDDING_THREADS = env_int(
+    "CONTEXTFORGE_EMBEDDING_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1
+)
 CONTEXTFORGE_MAX_QUERY_LENGTH = env_int("CONTEXTFORGE_MAX_QUERY_LENGTH", 2000, minimum=1)
 CONTEXTFORGE_MAX_TITLE_LENGTH = 300
 CONTEXTFORGE_MAX_CONTENT_LENGTH = env_int("CONTEXTFORGE_MAX_CONTENT_LENGTH", 100_000, minimum=1)

