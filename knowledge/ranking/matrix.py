@@ -282,7 +282,7 @@ def _refresh(cursor, copy: _Copy) -> None:
         stats["rows_read"] += 1
         attributes = tuple(attributes)
         if searchable:
-            vector = embedding.from_db_value(vector, None, connection)
+            vector = np.asarray(embedding.from_db_value(vector, None, connection), dtype=np.float32)
             row = copy.row_of.get(item_id)
             if row is not None and copy.holds(row, vector, attributes):
                 continue  # read again, unchanged: its writer was still running at the last read
@@ -352,10 +352,10 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
     return snapshots
 
 
-def memory_bytes() -> int:
-    """What the copies held by this process take, by the same count the budget uses."""
+def held() -> dict[int, int]:
+    """project id -> what its copy takes in this process, by the count the budget uses."""
     with _lock:
-        return sum(c.nbytes for c in _copies.values())
+        return {p: c.nbytes for p, c in _copies.items() if c.horizon is not None}
 
 
 def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
