@@ -48,6 +48,11 @@ def main(argv=None) -> int:
         default=100_000,
         help="Items of its one large project (--quick: 10,000).",
     )
+    parser.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="Tenants benchmark: reuse the database a previous run loaded, with the same sizes.",
+    )
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
     parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
     args = parser.parse_args(argv)
@@ -62,7 +67,9 @@ def main(argv=None) -> int:
 
     if args.only == "tenants":
         tenants, large = (30, 10_000) if args.quick else (args.tenants, args.large)
-        run_tenants(data_dir, results_dir, tenants=tenants, large=large, quick=args.quick)
+        run_tenants(
+            data_dir, results_dir, tenants=tenants, large=large, quick=args.quick, keep=args.keep_data
+        )
         return 0
     results = []
     for size in [] if args.only == "gitsync" else sizes:
@@ -119,8 +126,13 @@ def fresh_database(data_dir: Path, name: str) -> str:
     return ensure_embedded_database(data_dir, name=name)
 
 
-def run_tenants(data_dir: Path, results_dir: Path, *, tenants: int, large: int, quick: bool) -> dict:
-    url = fresh_database(data_dir, "bench_tenants")
+def run_tenants(
+    data_dir: Path, results_dir: Path, *, tenants: int, large: int, quick: bool, keep: bool
+) -> dict:
+    from contextforge.embedded_db import ensure_embedded_database
+
+    name = "bench_tenants"
+    url = ensure_embedded_database(data_dir, name=name) if keep else fresh_database(data_dir, name)
     out = results_dir / "tenants.json"
     env = {**os.environ, "DATABASE_URL": url, "CONTEXTFORGE_DATA_DIR": str(data_dir)}
     command = [sys.executable, "-m", "bench.tenants", "--tenants", str(tenants), "--large", str(large)]

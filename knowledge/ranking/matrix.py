@@ -200,14 +200,41 @@ def _attributes(items) -> dict[int, tuple]:
 
 
 def _vectors(cursor, queryset) -> tuple[np.ndarray, np.ndarray]:
+    """The ids and vectors of ``queryset``, parsed as they stream in, so that a load holds little more
+    than the copy it makes (the memory budget counts copies, not their transient buffers)."""
+    capacity = queryset.count()  # rows written after it are rare, and make the arrays grow
+    ids, vectors = np.empty(capacity, np.int64), np.empty((capacity, DIMENSIONS), np.float32)
+    size, pending, header = 0, bytearray(), _HEADER
     # Binary COPY: parsing vectors from text costs more than the whole rest of a load.
     sql, params = queryset.values_list("id", "embedding").query.sql_with_params()
-    data = bytearray()
     with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as copy:
         for chunk in copy:
-            data += chunk
-    rows = np.frombuffer(memoryview(data)[_HEADER : len(data) - _TRAILER], dtype=_ROW)
-    return rows["id"].astype(np.int64), rows["vector"].astype(np.float32)
+            pending += chunk
+            if len(pending) < header + _PARSE_BYTES:
+                continue
+            del pending[:header]
+            header = 0
+            size, ids, vectors = _parse(pending, size, ids, vectors)
+    del pending[:header]
+    size, ids, vectors = _parse(pending, size, ids, vectors)  # what is left is the trailer
+    return ids[:size], vectors[:size]
+
+
+_PARSE_BYTES = 2**20  # rows arrive one message each: parse them a megabyte at a time
+
+
+def _parse(pending: bytearray, size: int, ids: np.ndarray, vectors: np.ndarray):
+    """Move the whole rows at the start of ``pending`` into the arrays (grown when full)."""
+    count = len(pending) // _ROW.itemsize
+    if count:
+        if size + count > len(ids):
+            capacity = max(size + count, len(ids) * 3 // 2)
+            ids, vectors = _grown(ids, capacity), _grown(vectors, capacity)
+        rows = np.frombuffer(pending, dtype=_ROW, count=count)
+        ids[size : size + count], vectors[size : size + count] = rows["id"], rows["vector"]
+        del rows  # a bytearray cannot shrink while an array reads it
+        del pending[: count * _ROW.itemsize]
+    return size + count, ids, vectors
 
 
 # The reading statement's own horizon: the first transaction id it could not know of, and those in
@@ -228,7 +255,8 @@ def _load(cursor, copy: _Copy) -> None:
     # A row written between the two reads is in one of them only: leave it out; its writer is past the
     # horizon, so the next refresh brings it in as it is then.
     keep = np.fromiter((i in by_id for i in ids.tolist()), dtype=bool, count=len(ids))
-    ids, vectors = ids[keep], vectors[keep]
+    if not keep.all():
+        ids, vectors = ids[keep], vectors[keep]
     attributes = [by_id[i] for i in ids.tolist()]
     copy.columns = {
         "ids": ids,
@@ -325,8 +353,8 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
         copies = [_copies.setdefault(p, _Copy(p)) for p in project_ids]
         for copy in copies:
             copy.used = arrived
-        unread = sum(c.nbytes for c in copies)
-        _make_room(max(0, rows * ROW_BYTES - unread), keep)
+        held_bytes = sum(c.nbytes for c in copies)
+        _make_room(max(0, rows * ROW_BYTES - held_bytes), keep)
     snapshots = []
     with connection.cursor() as cursor:
         for copy in copies:
