@@ -328,13 +328,13 @@ def _refresh(cursor, copy: _Copy) -> None:
 
 def _make_room(needed: int, keep: set[int]) -> None:
     """Evict the least recently searched copies, other than ``keep``, until ``needed`` more bytes fit.
-    Call with _lock held."""
+    Call with _lock held. A copy still loading stays: evicting it would only start a second load of it."""
     budget = budget_bytes()
     total = sum(c.nbytes for c in _copies.values())
     for copy in sorted(_copies.values(), key=lambda c: c.used):
         if total + needed <= budget:
             return
-        if copy.project_id not in keep:
+        if copy.project_id not in keep and copy.horizon is not None:
             del _copies[copy.project_id]
             total -= copy.nbytes
             stats["evictions"] += 1
@@ -353,18 +353,26 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
         copies = [_copies.setdefault(p, _Copy(p)) for p in project_ids]
         for copy in copies:
             copy.used = arrived
-        held_bytes = sum(c.nbytes for c in copies)
-        _make_room(max(0, rows * ROW_BYTES - held_bytes), keep)
+        needed = max(0, rows * ROW_BYTES - sum(c.nbytes for c in copies))
+        _make_room(needed, keep)
+        if unread := [c for c in copies if c.horizon is None and not c.nbytes]:
+            unread[0].nbytes = needed  # reserved while it loads, so that other threads' loads leave room
     snapshots = []
     with connection.cursor() as cursor:
         for copy in copies:
             with copy.lock:
                 if copy.read_started < arrived:
                     started = time.monotonic()
-                    if copy.horizon is None:
-                        _load(cursor, copy)
-                    else:
-                        _refresh(cursor, copy)
+                    try:
+                        if copy.horizon is None:
+                            _load(cursor, copy)
+                        else:
+                            _refresh(cursor, copy)
+                    except Exception:
+                        with _lock:
+                            if copy.horizon is None and _copies.get(copy.project_id) is copy:
+                                del _copies[copy.project_id]  # its reservation with it
+                        raise
                     copy.publish()
                     copy.read_started = started
                 snapshots.append(copy.snapshot)
