@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -187,7 +188,18 @@ class _Copy:
 
 
 _copies: dict[int, _Copy] = {}
-_lock = threading.Lock()  # guards _copies and each copy's ``used`` (never held while reading the database)
+# Evicted copies that searches still read, weakly (their vectors' memory, and the bytes counted for
+# them): the budget counts them until the last search lets go.
+_leaving: list[tuple[weakref.ref, int]] = []
+_lock = (
+    threading.Lock()
+)  # guards _copies, _leaving and each copy's ``used`` (never held while reading the database)
+
+
+def _total() -> int:
+    """Bytes of every copy held or still read. Call with _lock held."""
+    _leaving[:] = [(ref, n) for ref, n in _leaving if ref() is not None]
+    return sum(c.nbytes for c in _copies.values()) + sum(n for _ref, n in _leaving)
 
 
 def _searchable(project_id: int):
@@ -330,13 +342,15 @@ def _make_room(needed: int, keep: set[int]) -> None:
     """Evict the least recently searched copies, other than ``keep``, until ``needed`` more bytes fit.
     Call with _lock held. A copy still loading stays: evicting it would only start a second load of it."""
     budget = budget_bytes()
-    total = sum(c.nbytes for c in _copies.values())
+    total = _total()
     for copy in sorted(_copies.values(), key=lambda c: c.used):
         if total + needed <= budget:
             return
         if copy.project_id not in keep and copy.horizon is not None:
             del _copies[copy.project_id]
-            total -= copy.nbytes
+            vectors = copy.columns["vectors"]
+            _leaving.append((weakref.ref(vectors if vectors.base is None else vectors.base), copy.nbytes))
+            total -= copy.nbytes  # as if no search read it: the caller counts again (_total) to know
             stats["evictions"] += 1
 
 
@@ -353,9 +367,16 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
         copies = [_copies.setdefault(p, _Copy(p)) for p in project_ids]
         for copy in copies:
             copy.used = arrived
-        needed = max(0, rows * ROW_BYTES - sum(c.nbytes for c in copies))
+        unread = [c for c in copies if c.horizon is None]
+        needed = max(0, rows * ROW_BYTES - sum(c.nbytes for c in copies)) if unread else 0
         _make_room(needed, keep)
-        if unread := [c for c in copies if c.horizon is None and not c.nbytes]:
+        if _total() + needed > budget_bytes():  # evicted copies are still being read: not now
+            for copy in unread:
+                if not copy.nbytes:  # nobody is loading it
+                    _copies.pop(copy.project_id, None)
+            stats["over_budget"] += 1
+            return None
+        if unread and not unread[0].nbytes:
             unread[0].nbytes = needed  # reserved while it loads, so that other threads' loads leave room
     snapshots = []
     with connection.cursor() as cursor:
@@ -377,7 +398,7 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
                     copy.read_started = started
                 snapshots.append(copy.snapshot)
     with _lock:
-        if sum(c.nbytes for c in copies) > budget_bytes():
+        if sum(c.nbytes for c in copies) > budget_bytes():  # larger than counted
             for copy in copies:
                 _copies.pop(copy.project_id, None)
             stats["over_budget"] += 1
@@ -472,3 +493,4 @@ def forget() -> None:
     """Drop every copy (tests; a process that wants its memory back)."""
     with _lock:
         _copies.clear()
+        _leaving.clear()
