@@ -33,6 +33,7 @@ A deleted row leaves no stamp: the ranking service finds it missing when it read
 
 from __future__ import annotations
 
+import mmap
 import threading
 import time
 import weakref
@@ -111,8 +112,34 @@ class Snapshot:
 _COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name != "project_id")
 
 
+def _allocated(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A zeroed array in a memory mapping of its own: freed, it goes back to the system at once, where
+    malloc may keep it in its arenas and leave the process as large as it ever was."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    if dtype.hasobject or size < mmap.PAGESIZE:
+        return np.zeros(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype).reshape(shape)
+
+
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (the one a weak reference can watch)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _rows(array: np.ndarray, rows, dtype=None) -> np.ndarray:
+    """``array[rows]`` (as ``dtype``) in an array of its own (_allocated)."""
+    picked = np.arange(len(array))[rows]
+    out = _allocated((len(picked), *array.shape[1:]), dtype or array.dtype)
+    for start in range(0, len(picked), 4096):  # a block at a time: no full-size temporary
+        out[start : start + 4096] = array[picked[start : start + 4096]]
+    return out
+
+
 def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    grown = np.zeros((capacity, *array.shape[1:]), array.dtype)
+    grown = _allocated((capacity, *array.shape[1:]), array.dtype)
     grown[: len(array)] = array
     return grown
 
@@ -182,7 +209,7 @@ class _Copy:
 
     def compact(self) -> None:
         keep = np.flatnonzero(self.columns["live"][: self.size])
-        self.columns = {n: a[keep] for n, a in self.columns.items()}
+        self.columns = {n: _rows(a, keep) for n, a in self.columns.items()}
         self.row_of = {int(i): n for n, i in enumerate(self.columns["ids"].tolist())}
         self.size, self.retired = len(keep), 0
 
@@ -215,7 +242,7 @@ def _vectors(cursor, queryset) -> tuple[np.ndarray, np.ndarray]:
     """The ids and vectors of ``queryset``, parsed as they stream in, so that a load holds little more
     than the copy it makes (the memory budget counts copies, not their transient buffers)."""
     capacity = queryset.count()  # rows written after it are rare, and make the arrays grow
-    ids, vectors = np.empty(capacity, np.int64), np.empty((capacity, DIMENSIONS), np.float32)
+    ids, vectors = np.empty(capacity, np.int64), _allocated((capacity, DIMENSIONS), np.float32)
     size, pending, header = 0, bytearray(), _HEADER
     # Binary COPY: parsing vectors from text costs more than the whole rest of a load.
     sql, params = queryset.values_list("id", "embedding").query.sql_with_params()
@@ -268,12 +295,12 @@ def _load(cursor, copy: _Copy) -> None:
     # horizon, so the next refresh brings it in as it is then.
     keep = np.fromiter((i in by_id for i in ids.tolist()), dtype=bool, count=len(ids))
     if not keep.all():
-        ids, vectors = ids[keep], vectors[keep]
+        ids, vectors = ids[keep], _rows(vectors, keep)
     attributes = [by_id[i] for i in ids.tolist()]
     copy.columns = {
         "ids": ids,
         "vectors": vectors,
-        "halves": vectors.astype(np.float16),
+        "halves": _rows(vectors, slice(None), np.float16),
         "live": np.ones(len(ids), dtype=bool),
         "stamps": np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
         "proposals": np.array([a[2] for a in attributes], dtype=bool),
@@ -348,8 +375,7 @@ def _make_room(needed: int, keep: set[int]) -> None:
             return
         if copy.project_id not in keep and copy.horizon is not None:
             del _copies[copy.project_id]
-            vectors = copy.columns["vectors"]
-            _leaving.append((weakref.ref(vectors if vectors.base is None else vectors.base), copy.nbytes))
+            _leaving.append((weakref.ref(_owner(copy.columns["vectors"])), copy.nbytes))
             total -= copy.nbytes  # as if no search read it: the caller counts again (_total) to know
             stats["evictions"] += 1
 

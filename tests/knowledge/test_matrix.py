@@ -162,6 +162,20 @@ def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be
     assert [h.item.pk for h in evicted.hits] == [h.item.pk for h in exact.hits]
 
 
+def test_an_evicted_copy_that_a_search_still_reads_counts_against_the_budget(four_projects, in_memory):
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
+    a, b, c, d = four_projects
+    reading = matrix.refreshed([a.pk], rows=110)  # as a search in another thread holds them
+    search(projects=[b], query=QUERY), search(projects=[c], query=QUERY)
+
+    # Evicting a frees nothing while it is read: d waits for no one, PostgreSQL scans it.
+    assert search(projects=[d], query=QUERY).strategy == EXACT_OVER_BUDGET
+    assert set(matrix.held()) == {b.pk, c.pk}
+    del reading
+    assert search(projects=[d], query=QUERY).strategy == "matrix"
+    assert set(matrix.held()) == {b.pk, c.pk, d.pk}
+
+
 def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(four_projects, in_memory):
     in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
     a, b, c, d = four_projects
