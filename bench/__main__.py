@@ -1,6 +1,7 @@
 """`make bench`: the search benchmark at each size, then the git sync benchmark, each in its own
 database on the embedded server, then the embedding engines against each other (``--only search``,
-``--only gitsync`` or ``--only embedding`` runs one of them).
+``--only gitsync`` or ``--only embedding`` runs one of them). ``--only tenants`` runs the many-teams
+benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
 
 Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
@@ -32,7 +33,26 @@ def main(argv=None) -> int:
         "--quick", action="store_true", help="A smoke run: 2,000 items, 500 real, 500 commits."
     )
     parser.add_argument(
-        "--only", choices=("search", "gitsync", "embedding"), help="Run one benchmark (default: all)."
+        "--only",
+        choices=("search", "gitsync", "embedding", "tenants"),
+        help="Run one benchmark (default: all but tenants).",
+    )
+    parser.add_argument(
+        "--tenants",
+        type=int,
+        default=300,
+        help="Projects of 1,000-3,000 items in the tenants benchmark (--quick: 30).",
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=100_000,
+        help="Items of its one large project (--quick: 10,000).",
+    )
+    parser.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="Tenants benchmark: reuse the database a previous run loaded, with the same sizes.",
     )
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
     parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
@@ -46,6 +66,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from contextforge.embedded_db import ensure_embedded_database
 
+    if args.only == "tenants":
+        tenants, large = (30, 10_000) if args.quick else (args.tenants, args.large)
+        run_tenants(
+            data_dir, results_dir, tenants=tenants, large=large, quick=args.quick, keep=args.keep_data
+        )
+        return 0
     results = []
     for size in sizes if args.only in (None, "search") else []:
         name = f"bench_{size}"
@@ -105,6 +131,77 @@ def run_embedding(data_dir: Path, results_dir: Path) -> dict:
     result = json.loads(out.read_text())
     embedding.report(result)
     return result
+
+
+def fresh_database(data_dir: Path, name: str) -> str:
+    """The URL of an empty database ``name`` on the embedded server."""
+    import psycopg
+
+    from contextforge.embedded_db import ensure_embedded_database
+
+    ensure_embedded_database(data_dir, name=name)
+    with psycopg.connect(
+        host=str(data_dir / "pgdata"), user="postgres", dbname="postgres", autocommit=True
+    ) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return ensure_embedded_database(data_dir, name=name)
+
+
+def run_tenants(
+    data_dir: Path, results_dir: Path, *, tenants: int, large: int, quick: bool, keep: bool
+) -> dict:
+    from contextforge.embedded_db import ensure_embedded_database
+
+    name = "bench_tenants"
+    url = ensure_embedded_database(data_dir, name=name) if keep else fresh_database(data_dir, name)
+    out = results_dir / "tenants.json"
+    env = {**os.environ, "DATABASE_URL": url, "CONTEXTFORGE_DATA_DIR": str(data_dir)}
+    command = [sys.executable, "-m", "bench.tenants", "--tenants", str(tenants), "--large", str(large)]
+    if quick:
+        command += ["--seeds", "300", "--searches", "400", "--alone", "80"]
+    started = time.perf_counter()
+    subprocess.run([*command, "--json", str(out)], env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    result["wall_s"] = time.perf_counter() - started
+    out.write_text(json.dumps(result, indent=2))
+    print_tenants(result)
+    return result
+
+
+def print_tenants(r: dict) -> None:
+    print(
+        f"\n== {r['tenants']} projects of {r['items_per_tenant'][0]:,}-{r['items_per_tenant'][1]:,} items"
+        f" + one of {r['large']:,} ({r['items']:,} items; {r['clients']} client threads, {r['workers']} workers"
+        f" x {r['worker_threads']} threads, budget {r['memory_budget_mb']} MB per worker) =="
+    )
+    m = r["mixed"]
+    print(
+        f"  random projects            p50 {m['p50_ms']:6.1f} / p95 {m['p95_ms']:.1f} ms ({m['searches']} searches)"
+    )
+    for name, mixed in r["mixed_by_class"].items():
+        alone = r["alone"].get(name)
+        versus = (
+            f"alone p50 {alone['p50_ms']:6.1f} ms -> {mixed['p50_ms'] / alone['p50_ms']:.2f}x (target <= 2x)"
+            if alone
+            else ""
+        )
+        strategies = ", ".join(f"{s} {n}" for s, n in r["strategies"].get(name, {}).items())
+        print(
+            f"  {name:26} p50 {mixed['p50_ms']:6.1f} / p95 {mixed['p95_ms']:.1f} ms; {versus}; stream: {strategies}"
+        )
+    for w in r["workers_after"]:
+        base = (
+            r["model_baseline_rss_mb"][str(w["pid"])] if str(w["pid"]) in r["model_baseline_rss_mb"] else None
+        )
+        print(
+            f"  worker {w['pid']}: RSS {w['rss_mb']:.0f} MB, peak {w['peak_rss_mb']:.0f} MB"
+            + (
+                f" (model loaded, no copy: {base:.0f} MB; + budget = {base + r['memory_budget_mb']:.0f})"
+                if base
+                else ""
+            )
+        )
+    print(f"  in this process, one search of each project: {r['in_process']}")
 
 
 def run_gitsync(data_dir: Path, results_dir: Path, *, commits: int, repo: str | None) -> dict:

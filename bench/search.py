@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,79 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def web_server(
+    *, workers: int, threads: int, env: dict | None = None
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A gunicorn of the project on a free port, as `make run` starts it, up and answering; stopped after."""
+    from django.conf import settings
+
+    port = free_port()
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "contextforge.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--timeout",
+            "300",
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, **(env or {})},
+        cwd=settings.BASE_DIR,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield web, base
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+
+
+def search_api(base: str, secret: str, query: str, project: str | None = None) -> None:
+    body = {"query": query, "limit": 10} | ({"project": project} if project else {})
+    request = urllib.request.Request(
+        base + "/api/v1/search/",
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        response.read()
+
+
+def worker_memory_mb(web: subprocess.Popen) -> list[dict]:
+    """Each gunicorn worker's resident memory now and at its peak (VmRSS, VmHWM), in MB."""
+    out = []
+    for child in Path(f"/proc/{web.pid}/task/{web.pid}/children").read_text().split():
+        status = dict(
+            line.split(":", 1)
+            for line in Path(f"/proc/{child}/status").read_text().splitlines()
+            if ":" in line
+        )
+        out.append(
+            {
+                "pid": int(child),
+                "rss_mb": int(status["VmRSS"].split()[0]) / 1024,
+                "peak_rss_mb": int(status["VmHWM"].split()[0]) / 1024,
+            }
+        )
+    return out
 
 
 def main(argv=None) -> dict:
@@ -204,59 +279,17 @@ def main(argv=None) -> dict:
     result["recall_at_10"] = statistics.mean(recalls)
 
     # The API over real HTTP, against a gunicorn worker of its own; its peak RSS.
-    port = free_port()
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "contextforge.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            "--threads",
-            "1",
-            "--log-level",
-            "warning",
-        ],
-        env=os.environ.copy(),
-        cwd=settings.BASE_DIR,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
+    with web_server(workers=1, threads=1) as (web, base):
 
         def api(q: str) -> None:
-            request = urllib.request.Request(
-                base + "/api/v1/search/",
-                method="POST",
-                data=json.dumps({"query": q, "limit": 10}).encode(),
-                headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(request, timeout=60) as response:
-                response.read()
+            search_api(base, secret, q)
 
         for q in queries[:3]:
             api(q)  # the worker loads the model on its first search
         api_ms = [timed(api, q) for _ in range(REPEATS) for q in queries]
         result["api_p50_ms"] = statistics.median(api_ms)
         result["api_p95_ms"] = p(api_ms, 0.95)
-        children = Path(f"/proc/{web.pid}/task/{web.pid}/children").read_text().split()
-        hwm = [
-            line
-            for line in Path(f"/proc/{children[0]}/status").read_text().splitlines()
-            if line.startswith("VmHWM")
-        ]
-        result["web_peak_rss_mb"] = int(hwm[0].split()[1]) / 1024
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
+        result["web_peak_rss_mb"] = worker_memory_mb(web)[0]["peak_rss_mb"]
 
     baseline = result["embed_p50_ms"] + result["raw_pgvector_p50_ms"]
     result["api_over_baseline"] = result["api_p50_ms"] / baseline

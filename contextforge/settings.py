@@ -268,6 +268,9 @@ CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 10
 # from its own in-memory copy of the vectors (exact too: ~3 ms instead of ~16 at 10,000 items, ~15 instead
 # of 60-120 at 100,000; it costs ~1.6 KB per item per process). See knowledge/ranking/matrix.py.
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, minimum=0)
+# What those in-memory copies of all projects may take together, per process (least recently searched
+# evicted first; a project set larger than this is scanned by PostgreSQL).
+CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, minimum=0)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)

@@ -1,34 +1,45 @@
-"""A process's own copy of a large project's searchable items, for an exact ranking in milliseconds.
+"""A process's own copy of large projects' searchable items, for an exact ranking in milliseconds.
 
 Why not HNSW: the formula lets an item with a lower cosine outrank one with a higher cosine, so the
-stream must read candidates well past the k nearest (down to ``kth final / ceiling``), and on
-text-like embeddings HNSW's deep candidate lists miss items (recall@10 0.58-0.86 under the formula at
-100,000 items with ``ef_search`` up to 1000 and strict-order iterative scans), while PostgreSQL's exact
-scan of 100,000 rows takes 60-120 ms. A matrix product over the same vectors in numpy takes ~8 ms and
-is exact. See bench/ and the notes of issue 2.
+stream must read candidates well past the k nearest (down to ``kth final / ceiling``), and HNSW's deep
+candidate lists miss items on text-like embeddings, while an exact scan of the project in PostgreSQL
+reads every row. A matrix product over the same vectors in memory is exact and several times faster
+(README, Benchmarks).
 
-Faster still, and as exact: candidates are ordered by the cosine of half-precision copies of the
-vectors (~3 ms at 100,000 items), selected a chunk at a time by ``torch.topk`` (~0.6 ms, against
-~1.2 ms for numpy's argpartition), and each chunk is rescored from the float32 vectors. The
-stream never stops early, because the cosine of an unread item is at most its half-precision
-cosine plus ``SCREEN_ERROR``.
+Candidates are ordered by the cosine of half-precision copies of the vectors, selected a chunk at a
+time by ``torch.topk`` (faster than numpy's argpartition), and each chunk is rescored from the
+float32 vectors. The stream never stops early, because the cosine of an unread item is at most its
+half-precision cosine plus ``SCREEN_ERROR``.
 
 The copy holds, per item and column by column, what ranking reads: the vector, the recency stamp, the
-references and the wish flag, and whether the item is searchable at all (embedded, not archived, not a test
-fixture: the default search; a search narrowed by tags goes to PostgreSQL).
+references and the wish flag, for the items a default search may return (embedded, not archived, not
+a test fixture); a search narrowed by tags goes to PostgreSQL.
 
-Freshness without a cache to invalidate: a trigger stamps ``version`` with the id of the transaction
-that wrote the row. Each search first reads the rows stamped at or after the oldest transaction that
-was still running at the previous read (``pg_snapshot_xmin``): every write that was not visible then
-carries a later stamp, so none is missed, whatever the commit order. A deleted row leaves no stamp:
-the ranking service finds it missing when it reads the hits, hides it here and ranks again.
+Threads: a search ranks from a ``Snapshot``, whose rows are never written again. A refresh appends a
+changed item as a new row and retires its old row in a fresh copy of the ``live`` column, so a search
+that took the previous snapshot reads it unchanged to the end.
+
+Memory: all projects' copies together stay within ``CONTEXTFORGE_MATRIX_MEMORY_MB``; loading a project
+evicts the least recently searched ones, and a project set that cannot fit is ranked by PostgreSQL.
+
+Freshness without a cache to invalidate: a trigger stamps ``version`` with the id of the (top-level)
+transaction that wrote the row. Each read also returns its own snapshot's horizon: the transactions
+it could not see (those in progress, and every id from ``xmax`` on). A write that read missed carries
+one of those ids, so the next read asks for exactly those rows: a long transaction that writes no items
+(a repository sync) costs an index probe for its id, never a re-read of what others wrote meanwhile.
+A deleted row leaves no stamp: the ranking service finds it missing when it reads the hits, and
+``without`` hides it.
 """
 
 from __future__ import annotations
 
+import mmap
 import threading
+import time
+import weakref
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import torch
@@ -54,14 +65,172 @@ _ROW = np.dtype(
     ]
 )
 _HEADER, _TRAILER = 19, 2
-FIRST_CHUNK = 1024  # a search at 100,000 items typically reads 600-800 candidates
+FIRST_CHUNK = 1024  # most searches at 100,000 items stop within the first chunk
 # How far a half-precision cosine of two unit vectors may stray from the float32 one: rounding each of
 # the two vectors to float16 costs at most 2**-11 of sum(|q_i * x_i|) <= 1 each, the float32 sums
 # another 384 * 2**-24, and the float16 result 2**-11: ~1.5e-3 in all, with room to spare.
 SCREEN_ERROR = 4e-3
 
+# What a row costs beyond its columns: the Python objects behind it (its entry in ``row_of``, its list
+# of references), estimated; the columns are counted by their arrays' sizes.
+PY_ROW_BYTES = 256
+# What a row costs: its columns (id, vector, half vector, live, stamp, wish flag, references) and more.
+ROW_BYTES = 8 + 4 * DIMENSIONS + 2 * DIMENSIONS + 1 + 8 + 1 + 8 + PY_ROW_BYTES
+# Retired rows are dropped (the columns copied) once they are this share of a copy's rows.
+COMPACT_SHARE = 0.5
 
-_ATTRIBUTES = ("stamp", "references", "is_proposal")  # what _Snapshot.put writes of an item
+_ATTRIBUTES = ("stamp", "references", "is_proposal")  # what a row holds besides its id and vector
+
+# What this process did, for tests and benchmarks to observe: copies loaded and evicted, rows read by
+# refreshes, searches refused a copy for want of memory.
+stats: Counter[str] = Counter()
+
+
+def budget_bytes() -> int:
+    return settings.CONTEXTFORGE_MATRIX_MEMORY_MB * 2**20
+
+
+def fits(rows: int) -> bool:
+    """Whether copies of ``rows`` items fit in the memory budget at all (evicting everything else)."""
+    return rows * ROW_BYTES <= budget_bytes()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One project's searchable rows as of one read. Its arrays are never written again."""
+
+    project_id: int
+    ids: np.ndarray  # int64
+    vectors: np.ndarray  # float32, (rows, DIMENSIONS), unit length
+    halves: np.ndarray  # the same in float16, for ordering the candidates
+    live: np.ndarray  # bool: searchable (false for a row retired by a later write, or deleted)
+    stamps: np.ndarray  # float64: what recency ages, as candidates.STAMP reads it
+    proposals: np.ndarray  # bool
+    references: np.ndarray  # object: each row's list of paths
+
+
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name != "project_id")
+
+
+def _allocated(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A zeroed array in a memory mapping of its own: freed, it goes back to the system at once, where
+    malloc may keep it in its arenas and leave the process as large as it ever was."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    if dtype.hasobject or size < mmap.PAGESIZE:
+        return np.zeros(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype).reshape(shape)
+
+
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (the one a weak reference can watch)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _rows(array: np.ndarray, rows, dtype=None) -> np.ndarray:
+    """``array[rows]`` (as ``dtype``) in an array of its own (_allocated)."""
+    picked = np.arange(len(array))[rows]
+    out = _allocated((len(picked), *array.shape[1:]), dtype or array.dtype)
+    for start in range(0, len(picked), 4096):  # a block at a time: no full-size temporary
+        out[start : start + 4096] = array[picked[start : start + 4096]]
+    return out
+
+
+def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
+    grown = _allocated((capacity, *array.shape[1:]), array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+@dataclass(eq=False)
+class _Copy:
+    """A project's rows: ``columns[name][:size]``, with room to grow without a copy per write.
+
+    Rows under ``size`` are written once. A changed item gets a new row, and its old row is retired in
+    a new ``live`` array, so every Snapshot handed out stays as it was.
+    """
+
+    project_id: int
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one reader of the database at a time
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    row_of: dict[int, int] = field(default_factory=dict)  # item id -> its live row
+    size: int = 0
+    retired: int = 0
+    horizon: tuple[int, list[int]] | None = None  # (xmax, in-progress ids) of the last read; None: unread
+    read_started: float = -1.0  # time.monotonic() just before the last read's query was sent
+    changes: tuple[str, tuple] | None = None  # the compiled catch-up query
+    snapshot: Snapshot | None = None
+    used: float = 0.0  # time.monotonic() of the last search
+    nbytes: int = 0
+
+    def publish(self) -> Snapshot:
+        self.snapshot = Snapshot(self.project_id, **{n: self.columns[n][: self.size] for n in _COLUMNS})
+        self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.size * PY_ROW_BYTES
+        return self.snapshot
+
+    def append(self, ids: list[int], vectors: list[np.ndarray], attributes: list[tuple]) -> None:
+        end = self.size + len(ids)
+        if end > len(self.columns["ids"]):  # grow by half: a write costs a copy once in a while
+            capacity = max(end, len(self.columns["ids"]) * 3 // 2, 1024)
+            self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
+        rows = slice(self.size, end)
+        c = self.columns
+        c["ids"][rows] = ids
+        c["vectors"][rows] = vectors
+        c["halves"][rows] = c["vectors"][rows]
+        c["live"][rows] = True
+        c["stamps"][rows] = [np.nan if a[0] is None else a[0] for a in attributes]
+        c["references"][rows] = objects([a[1] for a in attributes])
+        c["proposals"][rows] = [a[2] for a in attributes]
+        self.row_of.update(zip(ids, range(self.size, end), strict=True))
+        self.size = end
+
+    def holds(self, row: int, vector: np.ndarray, attributes: tuple) -> bool:
+        """Whether ``row`` already holds this vector and these _ATTRIBUTES."""
+        c = self.columns
+        stamp, references, proposal = attributes
+        same_stamp = (stamp is None and np.isnan(c["stamps"][row])) or c["stamps"][row] == stamp
+        return (
+            same_stamp
+            and bool(c["proposals"][row]) == proposal
+            and c["references"][row] == references
+            and np.array_equal(c["vectors"][row], vector)
+        )
+
+    def retire(self, item_ids: Sequence[int]) -> None:
+        """Stop offering ``item_ids`` (in a new ``live`` array: snapshots already out keep theirs)."""
+        rows = [row for i in item_ids if (row := self.row_of.pop(i, None)) is not None]
+        if rows:
+            self.columns["live"] = self.columns["live"].copy()
+            self.columns["live"][rows] = False
+            self.retired += len(rows)
+
+    def compact(self) -> None:
+        keep = np.flatnonzero(self.columns["live"][: self.size])
+        self.columns = {n: _rows(a, keep) for n, a in self.columns.items()}
+        self.row_of = {int(i): n for n, i in enumerate(self.columns["ids"].tolist())}
+        self.size, self.retired = len(keep), 0
+
+
+_copies: dict[int, _Copy] = {}
+# Evicted copies that searches still read, weakly (their vectors' memory, and the bytes counted for
+# them): the budget counts them until the last search lets go.
+_leaving: list[tuple[weakref.ref, int]] = []
+_lock = (
+    threading.Lock()
+)  # guards _copies, _leaving and each copy's ``used`` (never held while reading the database)
+
+
+def _total() -> int:
+    """Bytes of every copy held or still read. Call with _lock held."""
+    _leaving[:] = [(ref, n) for ref, n in _leaving if ref() is not None]
+    return sum(c.nbytes for c in _copies.values()) + sum(n for _ref, n in _leaving)
+
+
+def _searchable(project_id: int):
+    return KnowledgeItem.objects.in_projects([project_id]).embedded().with_tags([]).order_by("id")
 
 
 def _attributes(items) -> dict[int, tuple]:
@@ -69,171 +238,207 @@ def _attributes(items) -> dict[int, tuple]:
     return {row[0]: row[1:] for row in items.annotate(stamp=STAMP).values_list("id", *_ATTRIBUTES)}
 
 
-def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    grown = np.zeros((capacity, *array.shape[1:]), array.dtype)
-    grown[: len(array)] = array
-    return grown
-
-
-@dataclass
-class _Snapshot:
-    """Rows ``[:size]`` of the arrays are items; the arrays have room to grow without a copy per write.
-
-    What ranking reads of an item is held column by column, so that a chunk of candidates is gathered
-    with a few array reads.
-    """
-
-    project_id: int
-    ids: np.ndarray  # int64, one per row
-    vectors: np.ndarray  # float32, (rows, DIMENSIONS), unit length
-    halves: np.ndarray  # the same in float16, for ordering the candidates
-    searchable: np.ndarray  # bool: embedded, in memory, not a test fixture, not deleted
-    stamps: np.ndarray  # float64: what recency ages, as candidates.STAMP reads it
-    proposals: np.ndarray  # bool
-    references: np.ndarray  # object: each row's list of paths
-    row_of: dict[int, int]
-    watermark: int  # read again every row stamped at or after this transaction id
-    size: int
-
-    ARRAYS = ("ids", "vectors", "halves", "searchable", "stamps", "proposals", "references")
-
-    def append(self, ids: list[int], vectors: list, attributes: list[tuple]) -> None:
-        end = self.size + len(ids)
-        if end > len(self.ids):  # grow by half: a write costs a copy of the matrix once in a while
-            capacity = max(end, len(self.ids) * 3 // 2, 1024)
-            for name in self.ARRAYS:
-                setattr(self, name, _grown(getattr(self, name), capacity))
-        self.ids[self.size : end] = ids
-        self.searchable[self.size : end] = True
-        for k, (vector, item_attributes) in enumerate(zip(vectors, attributes, strict=True)):
-            self.put(self.size + k, vector, item_attributes)
-        self.row_of.update({item_id: self.size + k for k, item_id in enumerate(ids)})
-        self.size = end
-
-    def put(self, row: int, vector, attributes: tuple) -> None:
-        """Write one row's vector (and its half-precision copy) and its _ATTRIBUTES."""
-        self.vectors[row] = vector
-        self.halves[row] = self.vectors[row]
-        self.stamps[row], self.references[row], self.proposals[row] = attributes
-
-
-_snapshots: dict[int, _Snapshot] = {}
-_lock = threading.Lock()
-
-
-def _searchable(project_id: int):
-    return KnowledgeItem.objects.in_projects([project_id]).embedded().with_tags([]).order_by("id")
-
-
 def _vectors(cursor, queryset) -> tuple[np.ndarray, np.ndarray]:
+    """The ids and vectors of ``queryset``, parsed as they stream in, so that a load holds little more
+    than the copy it makes (the memory budget counts copies, not their transient buffers)."""
+    capacity = queryset.count()  # rows written after it are rare, and make the arrays grow
+    ids, vectors = np.empty(capacity, np.int64), _allocated((capacity, DIMENSIONS), np.float32)
+    size, pending, header = 0, bytearray(), _HEADER
+    # Binary COPY: parsing vectors from text costs more than the whole rest of a load.
     sql, params = queryset.values_list("id", "embedding").query.sql_with_params()
-    data = bytearray()
     with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as copy:
         for chunk in copy:
-            data += chunk
-    rows = np.frombuffer(memoryview(data)[_HEADER : len(data) - _TRAILER], dtype=_ROW)
-    return rows["id"].astype(np.int64), rows["vector"].astype(np.float32)
+            pending += chunk
+            if len(pending) < header + _PARSE_BYTES:
+                continue
+            del pending[:header]
+            header = 0
+            size, ids, vectors = _parse(pending, size, ids, vectors)
+    del pending[:header]
+    size, ids, vectors = _parse(pending, size, ids, vectors)  # what is left is the trailer
+    return ids[:size], vectors[:size]
 
 
-# The oldest transaction still running: every write a read cannot see is stamped at or after it.
-_XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+_PARSE_BYTES = 2**20  # rows arrive one message each: parse them a megabyte at a time
 
 
-def _oldest_running_transaction(cursor) -> int:
-    cursor.execute(f"SELECT {_XMIN}")
-    return cursor.fetchone()[0]
+def _parse(pending: bytearray, size: int, ids: np.ndarray, vectors: np.ndarray):
+    """Move the whole rows at the start of ``pending`` into the arrays (grown when full)."""
+    count = len(pending) // _ROW.itemsize
+    if count:
+        if size + count > len(ids):
+            capacity = max(size + count, len(ids) * 3 // 2)
+            ids, vectors = _grown(ids, capacity), _grown(vectors, capacity)
+        rows = np.frombuffer(pending, dtype=_ROW, count=count)
+        ids[size : size + count], vectors[size : size + count] = rows["id"], rows["vector"]
+        del rows  # a bytearray cannot shrink while an array reads it
+        del pending[: count * _ROW.itemsize]
+    return size + count, ids, vectors
 
 
-def _load(cursor, project_id: int) -> _Snapshot:
-    watermark = _oldest_running_transaction(cursor)
-    items = _searchable(project_id)
+# The reading statement's own horizon: the first transaction id it could not know of, and those in
+# progress when it began, its own transaction's included (its later writes are not in this read either).
+_HORIZON = (
+    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax, array_remove("
+    "ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x)"
+    " || pg_current_xact_id_if_assigned()::text::bigint, NULL) AS xip"
+)
+
+
+def _load(cursor, copy: _Copy) -> None:
+    cursor.execute(f"SELECT {_HORIZON}")
+    horizon = cursor.fetchone()
+    items = _searchable(copy.project_id)
     ids, vectors = _vectors(cursor, items)
     by_id = _attributes(items)
-    # A row written between the two reads is in one of them only: leave it out; its stamp is past the
-    # watermark, so the next refresh brings it in as it is then.
+    # A row written between the two reads is in one of them only: leave it out; its writer is past the
+    # horizon, so the next refresh brings it in as it is then.
     keep = np.fromiter((i in by_id for i in ids.tolist()), dtype=bool, count=len(ids))
-    ids, vectors = ids[keep], vectors[keep]
+    if not keep.all():
+        ids, vectors = ids[keep], _rows(vectors, keep)
     attributes = [by_id[i] for i in ids.tolist()]
-    return _Snapshot(
-        project_id=project_id,
-        ids=ids,
-        vectors=vectors,
-        halves=vectors.astype(np.float16),
-        searchable=np.ones(len(ids), dtype=bool),
-        stamps=np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
-        proposals=np.array([a[2] for a in attributes], dtype=bool),
-        references=objects([a[1] for a in attributes]),
-        row_of={i: n for n, i in enumerate(ids.tolist())},
-        watermark=watermark,
-        size=len(ids),
-    )
+    copy.columns = {
+        "ids": ids,
+        "vectors": vectors,
+        "halves": _rows(vectors, slice(None), np.float16),
+        "live": np.ones(len(ids), dtype=bool),
+        "stamps": np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
+        "proposals": np.array([a[2] for a in attributes], dtype=bool),
+        "references": objects([a[1] for a in attributes]),
+    }
+    copy.row_of = {i: n for n, i in enumerate(ids.tolist())}
+    copy.size, copy.retired, copy.horizon = len(ids), 0, (horizon[0], list(horizon[1]))
+    stats["loads"] += 1
 
 
 _CHANGE_COLUMNS = ("id", *_ATTRIBUTES, "searchable", "embedding")
-_changes_sql: dict[int, tuple[str, tuple]] = {}
 
 
 def _changes(project_id: int) -> tuple[str, tuple]:
-    """SQL that reads, in one statement, the oldest running transaction and every row of the project
-    stamped at or after a watermark (its last parameter); compiled once per project, for compiling
-    it took three times as long as running it."""
-    if project_id not in _changes_sql:
-        rows = (
-            KnowledgeItem.objects.filter(project_id=project_id)
-            # Searchable as the initial load defines it, so the two can never disagree.
-            .annotate(searchable=Exists(_searchable(project_id).filter(pk=OuterRef("pk"))), stamp=STAMP)
-            .order_by()
-            .values_list(*_CHANGE_COLUMNS, "version")
-        )
-        sql, params = rows.query.sql_with_params()
-        columns = ", ".join(f'c."{name}"' for name in _CHANGE_COLUMNS)
-        # The join condition reaches the subquery, which reads the (project, version) index.
-        _changes_sql[project_id] = (
-            f"SELECT w.xmin, {columns} FROM (SELECT {_XMIN} AS xmin) w LEFT JOIN ({sql}) c ON c.version >= %s",
-            params,
-        )
-    return _changes_sql[project_id]
+    """SQL that reads, in one statement, its own horizon and every row of the project written by a
+    transaction past the previous horizon (its last two parameters: an xmax and in-progress ids)."""
+    rows = (
+        KnowledgeItem.objects.filter(project_id=project_id)
+        # Searchable as the initial load defines it, so the two can never disagree.
+        .annotate(searchable=Exists(_searchable(project_id).filter(pk=OuterRef("pk"))), stamp=STAMP)
+        .order_by()
+        .values_list(*_CHANGE_COLUMNS, "version")
+    )
+    sql, params = rows.query.sql_with_params()
+    columns = ", ".join(f'c."{name}"' for name in _CHANGE_COLUMNS)
+    # The join condition reaches the subquery, which reads the (project, version) index.
+    return (
+        f"SELECT h.xmax, h.xip, {columns} FROM (SELECT {_HORIZON}) h"
+        f" LEFT JOIN ({sql}) c ON (c.version >= %s OR c.version = ANY(%s))",
+        params,
+    )
 
 
-def _refresh(cursor, project_id: int, snapshot: _Snapshot) -> None:
-    """Catch up with the rows written since the last read (one query, usually of no rows).
-
-    The watermark and the rows come from one snapshot: every write it cannot see belongs to a
-    transaction at or after its xmin, so the next refresh reads it.
-    """
-    sql, params = _changes(project_id)
-    cursor.execute(sql, (*params, snapshot.watermark))
+def _refresh(cursor, copy: _Copy) -> None:
+    """Catch up with the rows written since the last read (one query, usually of no rows)."""
+    if copy.changes is None:  # compiled once per copy: compiling costs more than running it
+        copy.changes = _changes(copy.project_id)
+    sql, params = copy.changes
+    cursor.execute(sql, (*params, *copy.horizon))
     rows = cursor.fetchall()
     embedding = KnowledgeItem._meta.get_field("embedding")
-    fresh_ids, fresh_vectors, fresh_attributes = [], [], []
-    for _xmin, item_id, *attributes, searchable, vector in rows:
+    changed, fresh_ids, fresh_vectors, fresh_attributes = [], [], [], []
+    for _xmax, _xip, item_id, *attributes, searchable, vector in rows:
         if item_id is None:  # the LEFT JOIN's row when nothing changed
             continue
-        vector = embedding.from_db_value(vector, None, connection)
-        row = snapshot.row_of.get(item_id)
-        if row is not None:
-            snapshot.searchable[row] = searchable
-            if searchable:
-                snapshot.put(row, vector, tuple(attributes))
-        elif searchable:
+        stats["rows_read"] += 1
+        attributes = tuple(attributes)
+        if searchable:
+            vector = np.asarray(embedding.from_db_value(vector, None, connection), dtype=np.float32)
+            row = copy.row_of.get(item_id)
+            if row is not None and copy.holds(row, vector, attributes):
+                continue  # read again, unchanged: its writer was still running at the last read
             fresh_ids.append(item_id)
             fresh_vectors.append(vector)
-            fresh_attributes.append(tuple(attributes))
+            fresh_attributes.append(attributes)
+        changed.append(item_id)
+    copy.retire(changed)
     if fresh_ids:
-        snapshot.append(fresh_ids, fresh_vectors, fresh_attributes)
-    snapshot.watermark = rows[0][0]
+        copy.append(fresh_ids, fresh_vectors, fresh_attributes)
+    if copy.retired > copy.size * COMPACT_SHARE:
+        copy.compact()
+    copy.horizon = (rows[0][0], list(rows[0][1]))
 
 
-def refreshed(project_ids: Sequence[int]) -> list[_Snapshot]:
-    """The copies of the projects' searchable items, caught up with the database (loaded on first use)."""
-    with _lock, connection.cursor() as cursor:
-        for project_id in project_ids:
-            snapshot = _snapshots.get(project_id)
-            if snapshot is None:
-                _snapshots[project_id] = _load(cursor, project_id)
-            else:
-                _refresh(cursor, project_id, snapshot)
-        return [_snapshots[project_id] for project_id in project_ids]
+def _make_room(needed: int, keep: set[int]) -> None:
+    """Evict the least recently searched copies, other than ``keep``, until ``needed`` more bytes fit.
+    Call with _lock held. A copy still loading stays: evicting it would only start a second load of it."""
+    budget = budget_bytes()
+    total = _total()
+    for copy in sorted(_copies.values(), key=lambda c: c.used):
+        if total + needed <= budget:
+            return
+        if copy.project_id not in keep and copy.horizon is not None:
+            del _copies[copy.project_id]
+            _leaving.append((weakref.ref(_owner(copy.columns["vectors"])), copy.nbytes))
+            total -= copy.nbytes  # as if no search read it: the caller counts again (_total) to know
+            stats["evictions"] += 1
+
+
+def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | None:
+    """Snapshots of the projects' searchable items, caught up with the database (loaded on first use,
+    ``rows`` being at most how many they hold); None when they cannot fit in the memory budget together.
+
+    A project is read by one thread at a time; a thread that waited for another's read, begun after
+    it arrived, takes that read's snapshot instead of querying again.
+    """
+    arrived = time.monotonic()
+    keep = set(project_ids)
+    with _lock:
+        copies = [_copies.setdefault(p, _Copy(p)) for p in project_ids]
+        for copy in copies:
+            copy.used = arrived
+        unread = [c for c in copies if c.horizon is None]
+        needed = max(0, rows * ROW_BYTES - sum(c.nbytes for c in copies)) if unread else 0
+        _make_room(needed, keep)
+        if _total() + needed > budget_bytes():  # evicted copies are still being read: not now
+            for copy in unread:
+                if not copy.nbytes:  # nobody is loading it
+                    _copies.pop(copy.project_id, None)
+            stats["over_budget"] += 1
+            return None
+        if unread and not unread[0].nbytes:
+            unread[0].nbytes = needed  # reserved while it loads, so that other threads' loads leave room
+    snapshots = []
+    with connection.cursor() as cursor:
+        for copy in copies:
+            with copy.lock:
+                if copy.read_started < arrived:
+                    started = time.monotonic()
+                    try:
+                        if copy.horizon is None:
+                            _load(cursor, copy)
+                        else:
+                            _refresh(cursor, copy)
+                    except Exception:
+                        with _lock:
+                            if copy.horizon is None and _copies.get(copy.project_id) is copy:
+                                del _copies[copy.project_id]  # its reservation with it
+                        raise
+                    copy.publish()
+                    copy.read_started = started
+                snapshots.append(copy.snapshot)
+    with _lock:
+        if sum(c.nbytes for c in copies) > budget_bytes():  # larger than counted
+            for copy in copies:
+                _copies.pop(copy.project_id, None)
+            stats["over_budget"] += 1
+            return None
+        for copy in copies:
+            _copies.setdefault(copy.project_id, copy)  # evicted by another thread meanwhile: back in
+        _make_room(0, keep)
+    return snapshots
+
+
+def held() -> dict[int, int]:
+    """project id -> what its copy takes in this process, by the count the budget uses."""
+    with _lock:
+        return {p: c.nbytes for p, c in _copies.items() if c.horizon is not None}
 
 
 def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -241,7 +446,7 @@ def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
     return (torch.from_numpy(halves) @ torch.from_numpy(query.astype(np.float16))).numpy().astype(np.float32)
 
 
-def _gather(snapshots: list[_Snapshot], owner: np.ndarray, rows: np.ndarray, name: str) -> np.ndarray:
+def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name: str) -> np.ndarray:
     """Column ``name`` of each (snapshot ``owner``, row ``rows``) pair."""
     if len(snapshots) == 1:
         return getattr(snapshots[0], name)[rows]
@@ -253,22 +458,16 @@ def _gather(snapshots: list[_Snapshot], owner: np.ndarray, rows: np.ndarray, nam
     return out
 
 
-def nearest(
-    snapshots: list[_Snapshot], query_vector: np.ndarray
-) -> Iterator[tuple[Candidates, float | None]]:
-    """Every searchable item of ``snapshots`` (from ``refreshed``), as chunks in descending cosine, each
-    with the highest cosine any later row may have (None after the last chunk).
+def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tuple[Candidates, float | None]]:
+    """Every live row of ``snapshots`` (from ``refreshed``), as chunks in descending cosine, each with
+    the highest cosine any later row may have (None after the last chunk).
 
     Chunks double in size: most searches stop after the first, so only it is selected and rescored
     from the float32 vectors. Rows within a chunk are in no order: the ranking scores a chunk whole.
     """
-    with _lock:  # a refresh in another thread may grow the arrays: read them as of one moment
-        query = query_vector.astype(np.float32)
-        sizes = [s.size for s in snapshots]
-        screened = np.concatenate(
-            [np.where(s.searchable[: s.size], _screen(s.halves[: s.size], query), -np.inf) for s in snapshots]
-        )
-    offsets = np.cumsum([0, *sizes])
+    query = query_vector.astype(np.float32)
+    screened = np.concatenate([np.where(s.live, _screen(s.halves, query), -np.inf) for s in snapshots])
+    offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     left = torch.from_numpy(screened)
     size = FIRST_CHUNK
@@ -301,17 +500,23 @@ def nearest(
         size *= 2
 
 
-def hide(item_ids: Sequence[int]) -> None:
-    """Stop offering items the database no longer holds (deleted since they were read)."""
+def without(snapshots: list[Snapshot], item_ids: Sequence[int]) -> list[Snapshot]:
+    """``snapshots`` without items the database no longer holds (deleted since they were read), which
+    later snapshots leave out too."""
+    gone = np.array(item_ids, dtype=np.int64)
     with _lock:
-        for snapshot in _snapshots.values():
-            for item_id in item_ids:
-                if (row := snapshot.row_of.get(item_id)) is not None:
-                    snapshot.searchable[row] = False
+        held = [_copies.get(s.project_id) for s in snapshots]
+    for copy in held:
+        if copy is not None:
+            with copy.lock:
+                if copy.horizon is not None:
+                    copy.retire(item_ids)
+                    copy.publish()
+    return [replace(s, live=s.live & ~np.isin(s.ids, gone)) for s in snapshots]
 
 
 def forget() -> None:
-    """Drop every snapshot (tests; a process that wants its memory back)."""
+    """Drop every copy (tests; a process that wants its memory back)."""
     with _lock:
-        _snapshots.clear()
-        _changes_sql.clear()
+        _copies.clear()
+        _leaving.clear()

@@ -7,7 +7,9 @@ formula, not a re-sort of the k nearest by cosine.
 
 Two streams, both exact: up to ``CONTEXTFORGE_EXACT_SCAN_MAX`` candidates (and for every search
 narrowed by tags) PostgreSQL scans and sorts them; above it, the process's in-memory copy of the
-projects' vectors orders them (matrix.py) and each chunk's rows are read from the database.
+projects' vectors orders them (matrix.py) and each chunk's rows are read from the database, unless
+the copies would not fit in ``CONTEXTFORGE_MATRIX_MEMORY_MB``: then PostgreSQL scans them, and the
+result's ``strategy`` says so (``EXACT_OVER_BUDGET``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from itertools import islice
 
 import numpy as np
@@ -45,6 +48,8 @@ from knowledge.ranking.signals import (
 
 EXACT = "exact"
 MATRIX = "matrix"
+# PostgreSQL's exact scan, for projects whose copies would not fit in CONTEXTFORGE_MATRIX_MEMORY_MB.
+EXACT_OVER_BUDGET = "exact (over memory budget)"
 
 
 @dataclass(frozen=True)
@@ -95,56 +100,56 @@ def _projects(projects) -> dict[int, Project]:
     return dict(sorted(by_id.items()))
 
 
-_SIZE_TTL = 60.0
-_table_estimate: tuple[float, float] | None = None
-_project_sizes: dict[tuple[int, ...], tuple[float, int]] = {}
+_SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
+_SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
+
+
+def _period() -> int:
+    """The current _SIZE_TTL-long period: part of a cache key, so that a cached size expires with it."""
+    return int(time.monotonic() // _SIZE_TTL)
+
+
+@lru_cache(maxsize=1)
+def _table_estimate(period: int) -> float:
+    """PostgreSQL's own estimate of the items table's rows (-1 before its first ANALYZE)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [KnowledgeItem._meta.db_table]
+        )
+        row = cursor.fetchone()
+    return float(row[0]) if row else -1.0
 
 
 def _table_is_small() -> bool:
-    """Whether the whole items table is well under the exact-scan threshold (so no count is needed).
-
-    Uses PostgreSQL's own row estimate, cached for a minute.
-    """
-    global _table_estimate
-    now = time.monotonic()
-    if _table_estimate is None or now - _table_estimate[0] > _SIZE_TTL:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [KnowledgeItem._meta.db_table]
-            )
-            row = cursor.fetchone()
-        _table_estimate = (now, float(row[0]) if row else -1.0)
-    rows = _table_estimate[1]
+    """Whether the whole items table is well under the exact-scan threshold (so no count is needed)."""
+    rows = _table_estimate(_period())
     return 0 <= rows and rows * 1.2 < settings.CONTEXTFORGE_EXACT_SCAN_MAX
 
 
-def _embedded_items_in(project_ids: tuple[int, ...]) -> int:
-    """How many embedded items the projects hold, counted at most once a minute per process.
+@lru_cache(maxsize=_SIZE_CACHE)
+def _project_sizes(project_ids: tuple[int, ...], period: int) -> int:
+    """How many embedded items the projects hold, counted at most once per period per process.
 
-    The count only chooses between two exact streams, so a stale one costs time, never exactness.
+    The count only chooses between exact streams, so a stale one costs time, never exactness.
     """
-    now = time.monotonic()
-    cached = _project_sizes.get(project_ids)
-    if cached is None or now - cached[0] > _SIZE_TTL:
-        count = KnowledgeItem.objects.in_projects(project_ids).embedded().count()
-        cached = _project_sizes[project_ids] = (now, count)
-    return cached[1]
+    return KnowledgeItem.objects.in_projects(project_ids).embedded().count()
 
 
 def forget_caches() -> None:
     """Forget the sizes and vectors this process holds (tests; settings changed at run time)."""
-    global _table_estimate
-    _table_estimate = None
-    _project_sizes.clear()
+    _table_estimate.cache_clear()
+    _project_sizes.cache_clear()
     matrix.forget()
 
 
-def _choose_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> str:
+def _choose_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str, int]:
+    """The stream for a search, and at most how many items it may read (0 when not counted)."""
     if filters.tags or _table_is_small():
-        return EXACT  # a tag filter narrows the scan: PostgreSQL reads only the tagged rows
-    if _embedded_items_in(project_ids) > settings.CONTEXTFORGE_EXACT_SCAN_MAX:
-        return MATRIX
-    return EXACT
+        return EXACT, 0  # a tag filter narrows the scan: PostgreSQL reads only the tagged rows
+    rows = _project_sizes(project_ids, _period())
+    if rows <= settings.CONTEXTFORGE_EXACT_SCAN_MAX:
+        return EXACT, rows
+    return (MATRIX if matrix.fits(rows) else EXACT_OVER_BUDGET), rows
 
 
 def _exact_stream(
@@ -240,16 +245,18 @@ def search(
     projects = _projects(projects)
     project_ids = tuple(projects)
     scope = KnowledgeItem.objects.in_projects(project_ids)
-    strategy = _choose_stream(project_ids, filters)
+    strategy, rows = _choose_stream(project_ids, filters)
     live = live_path_suffixes(project_ids, now)
-    snapshots = matrix.refreshed(project_ids) if strategy == MATRIX else []
+    snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
+    if snapshots is None:  # larger than the budget once read
+        strategy = EXACT_OVER_BUDGET
 
     embed_started = time.perf_counter()
     if query_vector is None:
         query_vector = embeddings.embed_query(query)
     embed_ms = (time.perf_counter() - embed_started) * 1000
     while True:
-        if strategy == EXACT:
+        if strategy != MATRIX:
             stream = _exact_stream(scope.embedded().with_tags(list(filters.tags)), query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector)
@@ -260,9 +267,9 @@ def search(
         ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
         items = selectors.items_by_id([item_id for _row, item_id in ranked], projects=projects)
         missing = [item_id for _row, item_id in ranked if item_id not in items]
-        if not missing or strategy == EXACT:
+        if not missing or strategy != MATRIX:
             break
-        matrix.hide(missing)  # deleted since the copy read them: rank again without them
+        snapshots = matrix.without(snapshots, missing)  # deleted since the copy read them: rank again
 
     hits = [
         Hit(

@@ -1,0 +1,247 @@
+"""The in-memory stream under threads, within its memory budget, and beside long transactions."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import numpy as np
+import psycopg
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from bench import data
+from knowledge import embeddings, services
+from knowledge.models import KnowledgeItem
+from knowledge.ranking import forget_caches, matrix, search
+from knowledge.ranking.search import EXACT_OVER_BUDGET
+from tests.knowledge.test_ranking import brute_force
+
+QUERY = "deploy to production steps"
+
+
+@pytest.fixture
+def in_memory(settings, monkeypatch):
+    """Every project counts as large; chunks of a few candidates, so a search gathers many times."""
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 3)
+    forget_caches()
+    matrix.stats.clear()
+    yield settings
+    forget_caches()
+
+
+def import_notes(project, count: int, *, seed: int, stamp=None) -> None:
+    """``count`` generated notes, really embedded; one tag and, given ``stamp``, one age for all."""
+    records = []
+    for n, note in enumerate(data.notes(count, seed=seed), 1):
+        note["tags"] = ["backend"]
+        if stamp is not None:
+            note["created_at"] = note["updated_at"] = stamp.isoformat()
+        records.append((n, note))
+    report = services.items_import(records=records, default_project=project, projects_by_slug={})
+    assert report.created == count and report.failed == 0
+
+
+_BASE: list[np.ndarray] = []
+
+
+def fill(project, count: int, *, seed: int) -> None:
+    """``count`` items whose vectors are real embeddings of generated notes, slightly perturbed (as
+    bench/search.py grows its data): many items for the price of a few model calls."""
+    if not _BASE:
+        texts = [f"{n['title']}\n{n['content']}" for n in data.notes(40, seed=9)]
+        _BASE.extend(embeddings.embed_texts(texts))
+    vectors, sources = data.perturbed(np.stack(_BASE), count, sigma=0.01, seed=seed)
+    now = timezone.now()
+    KnowledgeItem.objects.bulk_create(
+        KnowledgeItem(
+            project=project,
+            title=f"Note {n} of {project.slug}",
+            content=f"Copy of generated note {source}.",
+            embedding=vector,
+            embedding_model="test",
+            content_hash=f"{project.slug}-{seed}-{n}",
+            created_at=now - timedelta(days=n % 97),
+            updated_at=now - timedelta(days=n % 97),
+        )
+        for n, (vector, source) in enumerate(zip(vectors, sources, strict=True))
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_searches_return_the_brute_force_top_k_while_other_threads_rewrite_the_vectors(cast, in_memory):
+    """Writers swap the vectors of near and far items, one swap per transaction: every committed state
+    holds the same vectors, so every search's scores are the brute-force ones, whatever it overlapped."""
+    limit, now = 8, timezone.now()
+    import_notes(cast.project, 80, seed=5, stamp=now - timedelta(days=3))
+    expected = brute_force(cast.project, QUERY, limit, now)
+    query = embeddings.embed_query(QUERY)
+    rows = KnowledgeItem.objects.filter(project=cast.project, is_proposal=False).values_list(
+        "pk", "embedding"
+    )
+    by_cosine = sorted(rows, key=lambda row: -float(np.dot(row[1], query)))
+    pairs = [(near[0], far[0]) for near, far in zip(by_cosine[:6], by_cosine[-6:], strict=True)]
+    writing = threading.Event()
+    writing.set()
+
+    def writer() -> int:
+        swaps = 0
+        try:
+            for _ in range(12):
+                for a, b in pairs:
+                    with transaction.atomic():
+                        va, vb = (KnowledgeItem.objects.get(pk=pk).embedding for pk in (a, b))
+                        KnowledgeItem.objects.filter(pk=a).update(embedding=vb)
+                        KnowledgeItem.objects.filter(pk=b).update(embedding=va)
+                    swaps += 1
+        finally:
+            writing.clear()
+            connection.close()
+        return swaps
+
+    def searcher() -> list:
+        found = []
+        try:
+            while writing.is_set() or not found:
+                result = search(
+                    projects=[cast.project], query=QUERY, query_vector=query, limit=limit, now=now
+                )
+                found.append((result.strategy, [(h.item.pk, h.score) for h in result.hits]))
+        finally:
+            connection.close()
+        return found
+
+    with ThreadPoolExecutor(4) as pool:
+        searches = [pool.submit(searcher) for _ in range(3)]
+        swaps = pool.submit(writer).result()
+        results = [r for s in searches for r in s.result()]
+
+    assert swaps == 72 and len(results) >= 10
+    assert matrix.stats["rows_read"] >= 20  # the searches' refreshes read the swaps as they came
+    for strategy, hits in results:
+        assert strategy == "matrix"
+        assert len({pk for pk, _ in hits}) == limit
+        assert [score for _, score in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+@pytest.fixture
+def four_projects(cast):
+    from accounts import services as accounts
+
+    projects = [cast.project, cast.other_project] + [
+        accounts.project_create(name=f"Team {n}", slug=f"team-{n}", owner=cast.owner) for n in (3, 4)
+    ]
+    for n, project in enumerate(projects):
+        fill(project, 110, seed=n)
+    return projects
+
+
+def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be_exceeded(
+    four_projects, in_memory
+):
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1  # three copies of 110 items fit, four do not
+    a, b, c, d = four_projects
+    for project in (a, b, c, a):
+        assert search(projects=[project], query=QUERY).strategy == "matrix"
+    assert set(matrix.held()) == {a.pk, b.pk, c.pk} and matrix.stats["loads"] == 3
+
+    assert search(projects=[d], query=QUERY).strategy == "matrix"
+    assert set(matrix.held()) == {a.pk, c.pk, d.pk}  # b was searched the longest ago
+    assert matrix.stats["evictions"] == 1
+    assert sum(matrix.held().values()) <= 2**20
+
+    evicted = search(projects=[b], query=QUERY)
+    assert set(matrix.held()) == {a.pk, d.pk, b.pk} and matrix.stats["loads"] == 5
+    in_memory.CONTEXTFORGE_EXACT_SCAN_MAX = 10_000
+    forget_caches()
+    exact = search(projects=[b], query=QUERY)
+    assert exact.strategy == "exact"
+    assert [h.item.pk for h in evicted.hits] == [h.item.pk for h in exact.hits]
+
+
+def test_an_evicted_copy_that_a_search_still_reads_counts_against_the_budget(four_projects, in_memory):
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
+    a, b, c, d = four_projects
+    reading = matrix.refreshed([a.pk], rows=110)  # as a search in another thread holds them
+    search(projects=[b], query=QUERY), search(projects=[c], query=QUERY)
+
+    # Evicting a frees nothing while it is read: d waits for no one, PostgreSQL scans it.
+    assert search(projects=[d], query=QUERY).strategy == EXACT_OVER_BUDGET
+    assert set(matrix.held()) == {b.pk, c.pk}
+    del reading
+    assert search(projects=[d], query=QUERY).strategy == "matrix"
+    assert set(matrix.held()) == {b.pk, c.pk, d.pk}
+
+
+def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(four_projects, in_memory):
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
+    a, b, c, d = four_projects
+    fill(a, 300, seed=7)  # 410 items: more than a megabyte of copy
+    fill(d, 100, seed=8)  # 210 items: b, c and d together need more than a megabyte too
+    assert search(projects=[b], query=QUERY).strategy == "matrix"
+
+    over = search(projects=[a], query=QUERY, limit=10)
+    together = search(projects=[b, c, d], query=QUERY, limit=10)  # each fits, all three do not
+    assert (over.strategy, together.strategy) == (EXACT_OVER_BUDGET, EXACT_OVER_BUDGET)
+    assert set(matrix.held()) == {b.pk}  # nothing evicted for a search that could not fit anyway
+
+    in_memory.CONTEXTFORGE_EXACT_SCAN_MAX = 10_000
+    forget_caches()
+    for projects, found in (([a], over), ([b, c, d], together)):
+        exact = search(projects=projects, query=QUERY, limit=10)
+        assert [h.item.pk for h in found.hits] == [h.item.pk for h in exact.hits]
+        assert [h.score for h in found.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-6)
+
+
+def dsn() -> dict:
+    db = connection.settings_dict
+    return {"host": db["HOST"], "port": db["PORT"] or None, "user": db["USER"], "dbname": db["NAME"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_transaction_elsewhere_does_not_make_searches_read_the_writes_since_it_began(cast, in_memory):
+    fill(cast.project, 50, seed=1)
+    assert search(projects=[cast.project], query=QUERY).strategy == "matrix"
+    with psycopg.connect(**dsn()) as sync:
+        sync.execute("SELECT pg_current_xact_id()")  # a transaction with an id, open like a long sync
+        fill(cast.project, 30, seed=2)
+        before = matrix.stats["rows_read"]
+        search(projects=[cast.project], query=QUERY)
+        assert matrix.stats["rows_read"] - before == 30
+        for _ in range(3):
+            search(projects=[cast.project], query=QUERY)
+        assert matrix.stats["rows_read"] - before == 30  # not the 30 again at every search
+        KnowledgeItem.objects.filter(pk=KnowledgeItem.objects.order_by("pk").first().pk).update(
+            is_proposal=True
+        )
+        search(projects=[cast.project], query=QUERY)
+        assert matrix.stats["rows_read"] - before == 31
+        sync.rollback()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_written_late_by_a_transaction_that_began_early_is_seen_once_it_commits(cast, in_memory):
+    fill(cast.project, 20, seed=1)
+    with psycopg.connect(**dsn()) as early:
+        early.execute("SELECT pg_current_xact_id()")  # its id is older than every write below
+        assert search(projects=[cast.project], query=QUERY).strategy == "matrix"
+        fill(cast.project, 5, seed=2)
+        search(projects=[cast.project], query=QUERY)
+        vector = (
+            "[" + ",".join(map(str, embeddings.embed_query("We rotate the signing keys every month."))) + "]"
+        )
+        (late,) = early.execute(
+            """INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
+               embedding, embedding_model, content_hash, created_at, updated_at)
+               VALUES (%s, 'Key rotation', 'We rotate the signing keys every month.', '{}', '{}', false,
+               %s::vector, 'test', 'x', now(), now()) RETURNING id""",
+            [cast.project.pk, vector],
+        ).fetchone()
+        assert late not in {h.item.pk for h in search(projects=[cast.project], query="signing keys").hits}
+        early.commit()
+    assert [
+        h.item.pk for h in search(projects=[cast.project], query="rotate the signing keys", limit=1).hits
+    ] == [late]
