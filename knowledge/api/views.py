@@ -122,6 +122,7 @@ class SearchApi(APIView):
                     "score": hit.score,
                     "signals": vars(hit.signals),
                     "live_references": list(hit.live_references),
+                    "unresolved_references": list(hit.unresolved_references),
                 }
                 for hit, item in zip(result.hits, items, strict=True)
             ],
