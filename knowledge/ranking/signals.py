@@ -67,8 +67,7 @@ class ReferenceStatus:
 
     @property
     def git(self) -> float:
-        """git = live resolved references / resolved references; 0 when none resolves."""
-        return len(self.live) / len(self.resolved) if self.resolved else 0.0
+        return share(len(self.live), len(self.resolved))
 
     @property
     def last_change_at(self) -> datetime | None:
@@ -82,50 +81,71 @@ class ReferenceStatus:
 NO_STATUS = ReferenceStatus(live=(), resolved=(), unresolved=(), deleted=(), last_change=None)
 
 
+def share(live: int, resolved: int) -> float:
+    """git = live resolved references / resolved references; 0 when none resolves."""
+    return live / resolved if resolved else 0.0
+
+
 @dataclass(frozen=True)
 class PathIndex:
     """The files a project's connected repositories know, by every trailing part a reference may name
-    them with (gitsync.selectors.path_suffixes): built once per sync, read for every candidate."""
+    them with (gitsync.selectors.path_suffixes): built once per sync, read for every candidate.
 
-    known: frozenset[str] = frozenset()  # the branch's tree and every path a stored commit touched
+    A reference resolves when its key is in ``latest_live`` (the branch's tree and every path a stored
+    commit touched), and names a live file when the value, the latest change that left a file it names
+    in the tree (POSIX seconds, -inf for none), falls in the window.
+    """
+
+    latest_live: dict[str, float] = field(default_factory=dict)
     in_tree: frozenset[str] = frozenset()
-    last_live_change: dict[str, float] = field(default_factory=dict)  # POSIX seconds
-    last_change: dict[str, float] = field(default_factory=dict)
+    last_change: dict[str, float] = field(default_factory=dict)  # a deletion included
 
     @classmethod
     def of(cls, repositories: Iterable[RepositoryFiles]) -> PathIndex:
-        known: set[str] = set()
         in_tree: set[str] = set()
         live: dict[str, float] = {}
         changed: dict[str, float] = {}
         for files in repositories:
+            for path in (*files.tree, *files.touched):
+                for suffix in path_suffixes(path):
+                    live.setdefault(suffix, -math.inf)
             for path in files.tree:
                 in_tree.update(path_suffixes(path))
-            for path in files.touched:
-                known.update(path_suffixes(path))
             for latest, stamps in ((live, files.last_live_change), (changed, files.last_change)):
                 for path, stamp in stamps.items():
                     seconds = stamp.timestamp()
                     for suffix in path_suffixes(path):
                         if latest.get(suffix, -math.inf) < seconds:
                             latest[suffix] = seconds
-        return cls(frozenset(known | in_tree), frozenset(in_tree), live, changed)
+        return cls(live, frozenset(in_tree), changed)
 
     def latest_live_change(self) -> float:
-        return max(self.last_live_change.values(), default=-math.inf)
+        return max(self.latest_live.values(), default=-math.inf)
+
+    def git(self, references: Iterable[str], since: float) -> float:
+        """``status(references, since).git`` without listing the references: every candidate needs it."""
+        latest = self.latest_live.get
+        resolved = live = 0
+        for reference in references:
+            stamp = latest(reference_key(reference))
+            if stamp is not None:
+                resolved += 1
+                live += stamp >= since
+        return share(live, resolved)
 
     def status(self, references: Iterable[str], since: float) -> ReferenceStatus:
         """How ``references`` stand in a live window that starts at ``since`` (POSIX seconds)."""
-        if not self.known:  # no repository connected (or synced yet): nothing to resolve against
+        if not self.latest_live:  # no repository connected (or synced yet): nothing to resolve against
             return NO_STATUS
         live, resolved, unresolved, deleted, changes = [], [], [], [], []
         for reference in references:
             key = reference_key(reference)
-            if key not in self.known:
+            stamp = self.latest_live.get(key)
+            if stamp is None:
                 unresolved.append(reference)
                 continue
             resolved.append(reference)
-            if self.last_live_change.get(key, -math.inf) >= since:
+            if stamp >= since:
                 live.append(reference)
             if key not in self.in_tree:
                 deleted.append(reference)
@@ -143,7 +163,7 @@ class PathIndex:
 def git_factor(references: Iterable[str], index: PathIndex, since: float) -> float:
     """Share of the item's references that name a file known to its project which is live since ``since``,
     among those that name a known file at all."""
-    return index.status(references, since).git
+    return index.git(references, since)
 
 
 def proposal_penalty(is_proposal):

@@ -187,3 +187,29 @@ def test_a_chunk_of_candidates_scores_as_each_of_them_alone():
         assert ceilings[n] == score_ceiling(float(cosines[n]))
     assert recency[:3].tolist() == [0.0, 0.0, 0.0]
     assert (recency[ages < 0] == 1.0).all() and (ages < 0).any()
+
+
+def test_the_git_of_a_candidate_is_the_share_its_reference_status_gives():
+    index = PathIndex.of(
+        [
+            files(
+                live=["src/lib/auth.ts", "a/util.py"],
+                old=["b/util.py", "billing/api.go"],
+                deleted=["src/old.py"],
+            )
+        ]
+    )
+    names = [
+        "auth.ts",
+        "util.py",
+        "b/util.py",
+        "api.go",
+        "old.py",
+        "jwt.sign",
+        "x/auth.ts",
+        "/src/lib/auth.ts",
+    ]
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        references = list(rng.choice(names, size=rng.integers(0, 5), replace=False))
+        assert index.git(references, WINDOW) == index.status(references, WINDOW).git, references
