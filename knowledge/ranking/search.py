@@ -27,6 +27,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.models import Project
+from gitsync.selectors import live_since, repository_files, synced_repositories
 from knowledge import embeddings, selectors
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
@@ -104,8 +105,6 @@ def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
 
     The only way knowledge learns of git activity; gitsync knows nothing of knowledge.
     """
-    from gitsync.selectors import repository_files, synced_repositories
-
     states: dict[int, list] = {}
     for state in synced_repositories(project_ids=project_ids):
         states.setdefault(state.project_id, []).append(state)
@@ -127,8 +126,6 @@ def reference_status(item: KnowledgeItem, now: datetime | None = None) -> Refere
 
 
 def _window_start(now: datetime) -> float:
-    from gitsync.selectors import live_since
-
     return live_since(now).timestamp()
 
 
@@ -234,13 +231,14 @@ class _Scored:
         )
 
 
-def _score(chunk: Candidates, now: float, paths: dict[int, PathIndex], since: float) -> _Scored:
-    """Every signal of every row of ``chunk`` at once, and its final score under the formula."""
+def _score(chunk: Candidates, now: float, live: dict[int, PathIndex], since: float) -> _Scored:
+    """Every signal of every row of ``chunk`` at once, and its final score under the formula; ``live``
+    holds the path index of each project with a live file (elsewhere git is 0)."""
     git = np.zeros(len(chunk))
-    if paths:
+    if live:
         empty = PathIndex()
         git[:] = [
-            git_factor(references, paths.get(project_id, empty), since)
+            git_factor(references, live.get(project_id, empty), since)
             for references, project_id in zip(chunk.references, chunk.project_ids.tolist(), strict=True)
         ]
     recency = recency_of_age(now - chunk.stamps)
@@ -253,12 +251,13 @@ def _read(
 ) -> tuple[_Scored | None, int]:
     """Every chunk of ``stream`` until no unseen row can enter the top ``limit``, scored; and how many
     rows had to be read for that: those whose ceiling still reached the k-th best score."""
-    git_possible = any(index.latest_live_change() >= since for index in paths.values())
+    live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
+    git_possible = bool(live)
     parts: list[_Scored] = []
     kth = -np.inf
     with closing(stream):
         for chunk, rest in stream:
-            parts.append(_score(chunk, now.timestamp(), paths, since))
+            parts.append(_score(chunk, now.timestamp(), live, since))
             finals = np.concatenate([p.final for p in parts])
             if len(finals) >= limit:
                 kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])

@@ -99,6 +99,7 @@ class PathIndex:
     latest_live: dict[str, float] = field(default_factory=dict)
     in_tree: frozenset[str] = frozenset()
     last_change: dict[str, float] = field(default_factory=dict)  # a deletion included
+    newest_live: float = -math.inf  # the latest live change of any file: none in the window, no git boost
 
     @classmethod
     def of(cls, repositories: Iterable[RepositoryFiles]) -> PathIndex:
@@ -117,10 +118,7 @@ class PathIndex:
                     for suffix in path_suffixes(path):
                         if latest.get(suffix, -math.inf) < seconds:
                             latest[suffix] = seconds
-        return cls(live, frozenset(in_tree), changed)
-
-    def latest_live_change(self) -> float:
-        return max(self.latest_live.values(), default=-math.inf)
+        return cls(live, frozenset(in_tree), changed, max(live.values(), default=-math.inf))
 
     def git(self, references: Iterable[str], since: float) -> float:
         """``status(references, since).git`` without listing the references: every candidate needs it."""
