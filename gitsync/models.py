@@ -104,6 +104,17 @@ class ChangeType(models.TextChoices):
     TYPE_CHANGED = "T", _("type changed")
 
 
+# The changes that leave the file at ``path`` in the tree: a deletion does not, and a rename's or a
+# copy's old side is ``old_path``, never ``path``.
+LIVE_CHANGE_TYPES = (
+    ChangeType.ADDED,
+    ChangeType.MODIFIED,
+    ChangeType.RENAMED,
+    ChangeType.COPIED,
+    ChangeType.TYPE_CHANGED,
+)
+
+
 class CommitFile(models.Model):
     commit = models.ForeignKey(Commit, on_delete=models.CASCADE, related_name="files")
     path = models.CharField(max_length=1000)
@@ -112,3 +123,13 @@ class CommitFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.change_type} {self.path}"
+
+
+class TreeFile(models.Model):
+    """A file in the tree of the repository's branch at its last synced head, replaced by each sync."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="tree_files")
+    path = models.CharField(max_length=1000)
+
+    def __str__(self) -> str:
+        return self.path

@@ -1,41 +1,115 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
+from functools import reduce
+from operator import or_
 
-from django.db import connection
+from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
-from contextforge.statements import table
-from gitsync.models import Commit, CommitFile, Repository
+from gitsync.models import LIVE_CHANGE_TYPES, Commit, CommitFile, Repository, TreeFile
 
-LIVE_DAYS = 30
+# A file is live while a commit of the last LIVE_DAYS days (by committer date) has changed it.
+LIVE_DAYS = settings.CONTEXTFORGE_GIT_LIVE_DAYS
+
+
+def live_since(now: datetime) -> datetime:
+    """The start of the live window that ends at ``now``."""
+    return now - timedelta(days=LIVE_DAYS)
+
+
+def path_suffixes(path: str) -> Iterator[str]:
+    """What a reference may say to name ``path``: the path itself and every trailing part of it at a
+    '/' ('src/lib/a.ts' -> itself, 'lib/a.ts', 'a.ts'). The one definition of a reference matching a file."""
+    parts = path.strip("/").split("/")
+    for i in range(len(parts)):
+        yield "/".join(parts[i:])
+
+
+def reference_key(reference: str) -> str:
+    """A reference as path_suffixes writes the paths it may match."""
+    return reference.strip("/")
+
+
+def _matching(paths: Iterable[str], references: Sequence[str]) -> set[str]:
+    """The paths among ``paths`` that one of ``references`` names."""
+    wanted = {reference_key(r) for r in references}
+    return {path for path in paths if not wanted.isdisjoint(path_suffixes(path))}
+
+
+def _ending_with(references: Sequence[str]) -> Q:
+    """Commit files whose path ends with one of ``references``: every file a reference may name, and some
+    it does not ('xauth.ts' for 'auth.ts'), which _matching then leaves out."""
+    return reduce(or_, (Q(path__endswith=reference_key(r)) for r in references), Q(pk__in=[]))
+
+
+def _enabled_files(project_ids: Sequence[int]) -> QuerySet[CommitFile]:
+    return CommitFile.objects.filter(
+        commit__repository__project_id__in=project_ids, commit__repository__enabled=True
+    )
 
 
 def live_paths(*, project_ids: Sequence[int], since: datetime) -> dict[int, frozenset[str]]:
-    """Paths touched since ``since`` by the enabled repositories of each project, by project id.
+    """The live files of the enabled repositories of each project, by project id: added or changed on the
+    branch since ``since`` (a merge counts with what it changed against its first parent).
 
-    Only commits still on their branch are stored (a sync removes the rest), so this is what is live.
-    Every search reads it, so its statement is written once.
+    Only commits still on their branch are stored (a sync removes the rest).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(_live_paths_sql(), [list(project_ids), since])
-        rows = cursor.fetchall()
+    rows = (
+        _enabled_files(project_ids)
+        .filter(change_type__in=LIVE_CHANGE_TYPES, commit__committed_at__gte=since)
+        .values_list("commit__repository__project_id", "path")
+        .distinct()
+    )
     paths: dict[int, set[str]] = defaultdict(set)
     for project_id, path in rows:
         paths[project_id].add(path)
     return {project_id: frozenset(p) for project_id, p in paths.items()}
 
 
-@cache
-def _live_paths_sql() -> str:
-    return (
-        f"SELECT DISTINCT r.project_id, f.path FROM {table(CommitFile)} f"
-        f" JOIN {table(Commit)} c ON c.id = f.commit_id JOIN {table(Repository)} r ON r.id = c.repository_id"
-        " WHERE r.project_id = ANY(%s) AND r.enabled AND c.committed_at >= %s"
+@dataclass(frozen=True)
+class RepositoryState:
+    """What identifies the stored files of a repository: they change only when a sync writes these."""
+
+    id: int
+    project_id: int
+    head: str
+    synced_at: datetime | None
+
+
+def synced_repositories(*, project_ids: Sequence[int]) -> list[RepositoryState]:
+    rows = (
+        Repository.objects.filter(project_id__in=project_ids, enabled=True)
+        .order_by("id")
+        .values_list("id", "project_id", "last_synced_commit", "last_success_at")
+    )
+    return [RepositoryState(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class RepositoryFiles:
+    """The files a reference may name in one repository, and when each last changed."""
+
+    tree: list[str]  # the branch's current tree
+    touched: list[str]  # every path a stored commit touched, either side of a rename or copy
+    last_live_change: dict[str, datetime]  # path -> the latest change that left it in the tree
+    last_change: dict[str, datetime]  # path -> the latest commit that changed it, a deletion included
+
+
+def repository_files(*, repository_id: int) -> RepositoryFiles:
+    files = CommitFile.objects.filter(commit__repository_id=repository_id)
+    touched = set(files.values_list("path", flat=True).distinct())
+    touched |= set(files.exclude(old_path="").values_list("old_path", flat=True).distinct())
+    latest = files.values("path").annotate(last=Max("commit__committed_at")).values_list("path", "last")
+    return RepositoryFiles(
+        tree=list(TreeFile.objects.filter(repository_id=repository_id).values_list("path", flat=True)),
+        touched=sorted(touched),
+        last_live_change=dict(latest.filter(change_type__in=LIVE_CHANGE_TYPES)),
+        last_change=dict(latest),
     )
 
 
@@ -48,37 +122,19 @@ def repositories_for(*, projects) -> QuerySet[Repository]:
     )
 
 
-def _touching(paths: Sequence[str]) -> Q:
-    """Commit files whose path is one of ``paths`` or ends with one at a '/' boundary."""
-    query = Q(pk__in=[])
-    for path in paths:
-        path = path.strip("/")
-        query |= Q(path=path) | Q(path__endswith="/" + path)
-    return query
-
-
 def commits_touching(*, project_id: int, paths: Sequence[str], limit: int = 10) -> list[Commit]:
-    """The latest commits of the project's enabled repositories that touched any of ``paths``."""
+    """The latest commits of the project's enabled repositories that touched a file one of ``paths``
+    (an item's references) names."""
     if not paths:
         return []
-    files = CommitFile.objects.filter(
-        _touching(paths), commit__repository__project_id=project_id, commit__repository__enabled=True
-    )
+    files = _enabled_files([project_id]).filter(_ending_with(paths))
+    named = _matching(set(files.values_list("path", flat=True)), paths)
     return list(
-        Commit.objects.filter(pk__in=files.values("commit_id"))
+        Commit.objects.filter(pk__in=files.filter(path__in=named).values("commit_id"))
         .select_related("repository")
         .prefetch_related("files")
         .order_by("-committed_at")[:limit]
     )
-
-
-def last_change_of(*, project_id: int, paths: Sequence[str]) -> datetime | None:
-    """When any of ``paths`` was last committed to, in the project's enabled repositories."""
-    if not paths:
-        return None
-    return CommitFile.objects.filter(
-        _touching(paths), commit__repository__project_id=project_id, commit__repository__enabled=True
-    ).aggregate(last=Max("commit__committed_at"))["last"]
 
 
 def recent_commits(*, repository: Repository, limit: int = 30) -> QuerySet[Commit]:

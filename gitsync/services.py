@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gitsync.models import Commit, CommitFile, Repository, WebhookDelivery
+from gitsync.models import Commit, CommitFile, Repository, TreeFile, WebhookDelivery
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
@@ -101,6 +101,7 @@ def repository_update(*, repository: Repository, **fields) -> Repository:
         repository.save()
         if changed_source:  # another remote or branch: its history replaces the old one at the next sync
             repository.commits.all().delete()
+            repository.tree_files.all().delete()
             Repository.objects.filter(pk=repository.pk).update(last_synced_commit="")
     return repository
 
@@ -290,6 +291,8 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
                 report.added = _ingest(clone, repository, walk=[head, *horizon])
             elif new:
                 report.added = _ingest(clone, repository, walk=[head, *horizon], shas=new)
+            if head != repository.last_synced_commit or not repository.tree_files.exists():
+                _store_tree(clone, repository, head)
             Repository.objects.filter(pk=repository.pk).update(
                 last_synced_commit=head, last_success_at=now, last_attempt_at=now, last_error=""
             )
@@ -351,6 +354,21 @@ def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: s
     return added
 
 
+def _store_tree(clone: git.Repo, repository: Repository, head: str) -> None:
+    """Replace the stored tree of the repository with the files of ``head`` (trees only: a blob-less
+    clone holds them)."""
+    listing = clone.git.ls_tree("-r", "-z", "--name-only", "--full-tree", head)
+    TreeFile.objects.filter(repository=repository).delete()
+    with connection.cursor() as cursor:
+        _copy(
+            cursor,
+            f"{TreeFile._meta.db_table} (repository_id, path)",
+            "".join(
+                f"{repository.pk}\t{_copy_text(path[:1000])}\n" for path in listing.split("\x00") if path
+            ),
+        )
+
+
 def _copy(cursor, target: str, text: str) -> None:
     """COPY ``text`` (rows in COPY's text format, each ending in a newline) into ``target``, a table
     and its columns."""
@@ -365,7 +383,9 @@ def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
     and parsed by a thread as git writes them; raises SyncError if git fails."""
     # Exact renames only (-M100%): they need no file contents, which a blob-less clone does not hold
     # (and a local clone, which does, records the same renames as a remote one).
+    # A merge lists the files it changed against its first parent: what landed on the branch with it.
     command = ["git", "log", f"--format={_LOG_FORMAT}", "--name-status", "-z", "-M100%", "--no-abbrev"]
+    command += ["--diff-merges=first-parent"]
     command += walk if shas is None else ["--no-walk=unsorted", "--stdin"]
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(

@@ -12,16 +12,28 @@ from accounts.models import Project
 TEST_TAG = "test"
 
 
+def normalize_tag(tag: str) -> str:
+    """Tags are compared as they are stored: stripped and lowercased ("Test " is the test tag)."""
+    return tag.strip().lower()
+
+
 class KnowledgeItemQuerySet(models.QuerySet):
     def in_projects(self, projects) -> KnowledgeItemQuerySet:
         """The items of ``projects`` that are in memory: an item moved to tasks (archived) is not."""
         return self.filter(project__in=projects, archived_at__isnull=True)
 
     def with_tags(self, tags: list[str] | None) -> KnowledgeItemQuerySet:
-        """Items carrying any of ``tags``; with no tags, everything but test fixtures."""
-        if tags:
-            return self.filter(tags__overlap=tags)
-        return self.exclude(tags__contains=[TEST_TAG])
+        """Items carrying any of ``tags`` (all items with no tags); test fixtures only if ``tags`` asks
+        for them."""
+        items = self.filter(tags__overlap=tags) if tags else self
+        return items if TEST_TAG in (tags or ()) else items.exclude(tags__contains=[TEST_TAG])
+
+    def left_out_as_tests(self, tags: list[str] | None) -> KnowledgeItemQuerySet:
+        """The items that ``with_tags(tags)`` leaves out only for being test fixtures."""
+        if TEST_TAG in (tags or ()):
+            return self.none()
+        items = self.filter(tags__overlap=tags) if tags else self
+        return items.filter(tags__contains=[TEST_TAG])
 
     def embedded(self) -> KnowledgeItemQuerySet:
         return self.filter(embedding__isnull=False)

@@ -9,13 +9,13 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import Project
 from contextforge import statements
-from knowledge.models import KnowledgeItem
+from knowledge.models import KnowledgeItem, normalize_tag
 
 
 def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
     items = KnowledgeItem.objects.in_projects(projects).select_related("project").without_embedding()
     if tag:
-        items = items.filter(tags__contains=[tag])
+        items = items.filter(tags__contains=[normalize_tag(tag)])
     return items
 
 

@@ -8,20 +8,19 @@ import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from accounts.models import Project
 from knowledge import embeddings
-from knowledge.models import KnowledgeItem, embedded_text
+from knowledge.models import KnowledgeItem, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -33,11 +32,34 @@ CONTENT_TOO_LONG = _("Content has at most {max} characters.")
 TAGS_NOT_A_LIST = _("Tags must be a list of strings.")
 TAG_INVALID = _("A tag is a non-empty string of at most {max} characters without spaces.")
 TOO_MANY_TAGS = _("An item has at most {max} tags.")
-TIMESTAMP_INVALID = _("Not an ISO 8601 date-time: {value!r}.")
+TIMESTAMP_INVALID = _("Not an ISO 8601 date-time with a time zone: {value!r}.")
+TIMESTAMP_IN_FUTURE = _("Later than the server clock: {value!r}.")
+UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
 NUL_CHARACTER = _("Must not contain NUL characters.")
+NOT_UNICODE = _("Must be valid Unicode text (no lone surrogate).")
 PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
+JSON_TOO_DEEP = _("Invalid JSON: nested too deeply.")
+
+
+def text_error(text: str) -> str | None:
+    """What makes ``text`` impossible to store as it is, if anything: PostgreSQL text holds neither NUL
+    nor a lone surrogate (which JSON's \\ud800 escapes can carry)."""
+    if "\x00" in text:
+        return NUL_CHARACTER
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return NOT_UNICODE
+    return None
+
+
+def shown(value, limit: int = 80) -> str:
+    """``value`` as an error message may quote it: short, and printable whatever it holds."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)[: limit + 1]
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def clean_tags(tags) -> list[str]:
@@ -47,10 +69,10 @@ def clean_tags(tags) -> list[str]:
         raise ValidationError({"tags": TAGS_NOT_A_LIST})
     cleaned: dict[str, None] = {}
     for tag in tags:
-        tag = tag.strip()
+        tag = normalize_tag(tag)
         if (
             not tag
-            or "\x00" in tag
+            or text_error(tag)
             or len(tag) > settings.CONTEXTFORGE_MAX_TAG_LENGTH
             or any(c.isspace() for c in tag)
         ):
@@ -67,9 +89,7 @@ def title_error(title) -> str | None:
         return TITLE_REQUIRED
     if len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
         return TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
-    if "\x00" in title:
-        return NUL_CHARACTER
-    return None
+    return text_error(title)
 
 
 def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
@@ -81,8 +101,8 @@ def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
         errors["content"] = CONTENT_REQUIRED
     elif len(content) > settings.CONTEXTFORGE_MAX_CONTENT_LENGTH:
         errors["content"] = CONTENT_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
-    if isinstance(content, str) and "\x00" in content:
-        errors["content"] = NUL_CHARACTER
+    if isinstance(content, str) and (error := text_error(content)):
+        errors["content"] = error
     try:
         tags = clean_tags(tags)
     except ValidationError as exc:
@@ -261,6 +281,9 @@ def parse_import_body(body: bytes) -> Iterator[tuple[int, object]]:
         except json.JSONDecodeError as exc:
             yield 0, ValidationError({"body": f"Invalid JSON array: {exc.msg} at line {exc.lineno}."})
             return
+        except RecursionError:
+            yield 0, ValidationError({"body": JSON_TOO_DEEP})
+            return
         yield from enumerate(values, start=1)
         return
     for number, line in enumerate(text.splitlines(), start=1):
@@ -270,16 +293,30 @@ def parse_import_body(body: bytes) -> Iterator[tuple[int, object]]:
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             yield number, ValidationError({"line": f"Invalid JSON: {exc.msg}."})
+        except RecursionError:
+            yield number, ValidationError({"line": JSON_TOO_DEEP})
 
 
-def _parse_stamp(name: str, value) -> datetime | None:
+# How far an imported timestamp may run ahead of the server's clock (clocks of two machines differ).
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def _parse_stamp(name: str, value, now: datetime) -> datetime | None:
+    """An imported timestamp: ISO 8601 with a time zone, no later than ``now`` plus CLOCK_SKEW."""
     if value is None:
         return None
-    stamp = parse_datetime(value) if isinstance(value, str) else None
+    try:
+        stamp = datetime.fromisoformat(value) if isinstance(value, str) else None
+        if stamp is not None and stamp.utcoffset() is not None:
+            stamp = stamp.astimezone(UTC)  # a year-1 date west of UTC has no UTC time
+        else:
+            stamp = None
+    except (ValueError, OverflowError):
+        stamp = None
     if stamp is None:
-        raise ValidationError({name: TIMESTAMP_INVALID.format(value=value)})
-    if timezone.is_naive(stamp):
-        stamp = timezone.make_aware(stamp, timezone.UTC)
+        raise ValidationError({name: TIMESTAMP_INVALID.format(value=shown(value))})
+    if stamp > now + CLOCK_SKEW:
+        raise ValidationError({name: TIMESTAMP_IN_FUTURE.format(value=shown(value))})
     return stamp
 
 
@@ -290,21 +327,12 @@ def items_import(
     projects_by_slug: dict[str, Project],
     created_by=None,
 ) -> ImportReport:
-    """Import items in batches: each valid record is created, a duplicate skipped, a bad one reported."""
+    """Import items: every record is validated first, then each valid one is created in one transaction,
+    a duplicate skipped, and a bad one reported with its line number and what was wrong."""
     report = ImportReport()
-    batch: list[tuple[int, KnowledgeItem]] = []
+    valid: list[tuple[int, KnowledgeItem]] = []
     seen: set[tuple[int, str]] = set()
-    # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
-    # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
-    pool = ThreadPoolExecutor(max_workers=1)
-    embedding: tuple[list[KnowledgeItem], Future] | None = None
-
-    def flush() -> None:
-        nonlocal embedding
-        fresh = _fresh_items(batch, report)
-        previous, embedding = embedding, ((fresh, pool.submit(_embed_into, fresh)) if fresh else None)
-        if previous:
-            _write_items(*previous, report)
+    now = timezone.now()
 
     def fail(number: int, exc: ValidationError) -> None:
         report.failed += 1
@@ -316,7 +344,7 @@ def items_import(
             fail(number, value)
             continue
         try:
-            item = _import_record(value, default_project, projects_by_slug, created_by)
+            item = _import_record(value, default_project, projects_by_slug, created_by, now)
         except ValidationError as exc:
             fail(number, exc)
             continue
@@ -326,47 +354,61 @@ def items_import(
             report.skipped_lines.append(number)
             continue
         seen.add(key)
-        batch.append((number, item))
-        if len(batch) >= IMPORT_BATCH:
-            flush()
-            batch = []
-    try:
-        flush()
-        if embedding:
-            _write_items(*embedding, report)
-    finally:
-        pool.shutdown()
+        valid.append((number, item))
+    # Nothing is written before every line has been read: a bad line anywhere fails alone, and the
+    # good lines are written all together or not at all.
+    with transaction.atomic():
+        _write_import(valid, report)
     return report
 
 
-def _import_record(value, default_project, projects_by_slug, created_by) -> KnowledgeItem:
+def _write_import(valid: list[tuple[int, KnowledgeItem]], report: ImportReport) -> None:
+    # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
+    # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
+    embedding: tuple[list[KnowledgeItem], Future] | None = None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for start in range(0, len(valid), IMPORT_BATCH):
+            fresh = _fresh_items(valid[start : start + IMPORT_BATCH], report)
+            previous, embedding = embedding, ((fresh, pool.submit(_embed_into, fresh)) if fresh else None)
+            if previous:
+                _write_items(*previous, report)
+        if embedding:
+            _write_items(*embedding, report)
+
+
+def _import_record(value, default_project, projects_by_slug, created_by, now: datetime) -> KnowledgeItem:
     if not isinstance(value, dict):
         raise ValidationError({"line": NOT_AN_OBJECT})
     unknown = sorted(set(value) - IMPORT_FIELDS - {"id", "references", "is_proposal"})
     if unknown:
-        raise ValidationError({"line": UNKNOWN_FIELDS.format(fields=", ".join(unknown))})
+        raise ValidationError({"line": UNKNOWN_FIELDS.format(fields=", ".join(map(shown, unknown)))})
     slug = value.get("project")
     if slug is not None:
         project = projects_by_slug.get(slug) if isinstance(slug, str) else None
         if project is None:
-            raise ValidationError({"project": PROJECT_UNKNOWN.format(slug=slug)})
+            raise ValidationError({"project": PROJECT_UNKNOWN.format(slug=shown(slug))})
     elif default_project is not None:
         project = default_project
     else:
         raise ValidationError({"project": "Name the project: this key may write to several."})
-    title, content, tags = clean_item_fields(
-        title=value.get("title"), content=value.get("content"), tags=value.get("tags")
-    )
-    errors = {}
+    errors: dict[str, str] = {}
+    try:
+        title, content, tags = clean_item_fields(
+            title=value.get("title"), content=value.get("content"), tags=value.get("tags")
+        )
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
     stamps = {}
     for name in ("created_at", "updated_at"):
         try:
-            stamps[name] = _parse_stamp(name, value.get(name))
+            stamps[name] = _parse_stamp(name, value.get(name), now)
         except ValidationError as exc:
             errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    if not errors and stamps["created_at"] and stamps["updated_at"]:
+        if stamps["updated_at"] < stamps["created_at"]:
+            errors["updated_at"] = UPDATED_BEFORE_CREATED
     if errors:
         raise ValidationError(errors)
-    now = timezone.now()
     created_at = stamps["created_at"] or stamps["updated_at"] or now
     updated_at = stamps["updated_at"] or created_at
     item = KnowledgeItem(

@@ -5,6 +5,11 @@ from __future__ import annotations
 import re
 
 PROPOSAL_MARKERS = ("TODO:", "FIXME:", "WISH:", "XXX:", "HACK:", "IDEA:")
+# What may come before a marker: whitespace, and the invisible characters editors and copy-paste leave
+# at the start of a text (a byte-order mark, zero-width spaces and joiners, a word joiner).
+_LEADING = re.compile(r"^[\s\ufeff\u200b\u200c\u200d\u2060]*")
+# No file path is longer than this: a longer path-like token is an identifier, a hash or noise.
+MAX_REFERENCE_LENGTH = 300
 
 # File names that carry no extension but are still files people refer to.
 _BARE_FILES = r"(?:Makefile|Dockerfile|Procfile|Gemfile|Rakefile|Jenkinsfile|Vagrantfile|LICENSE|CODEOWNERS)"
@@ -17,7 +22,8 @@ _PATH = re.compile(
     r"(?::\d+(?::\d+)?|#L\d+(?:-L?\d+)?)?"
     r"(?![\w/-])"
 )
-_URLISH = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+# Tried only where a run of scheme characters starts: from inside a long run the scan would be quadratic.
+_URLISH = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 # Version numbers, abbreviations and numbers look like "names with an extension" but are not files.
 _NOT_A_FILE = re.compile(r"^(?:v?\d+(?:\.\d+)+|e\.g|i\.e|etc|vs|\d+\.\w+)$", re.IGNORECASE)
 
@@ -30,20 +36,24 @@ def extract_references(*texts: str) -> list[str]:
             path = match.group("path").rstrip(".")
             if "." not in path.rsplit("/", 1)[-1] and not re.search(_BARE_FILES + "$", path):
                 continue
-            if _NOT_A_FILE.match(path) or path.startswith("../"):
+            if len(path) > MAX_REFERENCE_LENGTH or _NOT_A_FILE.match(path) or path.startswith("../"):
                 continue
             seen.setdefault(path, None)
     return list(seen)
 
 
+def _unlead(text: str) -> str:
+    return _LEADING.sub("", text, count=1)
+
+
 def is_proposal(*texts: str) -> bool:
     """Whether any of ``texts`` (title, content) starts, after whitespace, with a proposal marker."""
-    return any(text.lstrip().startswith(PROPOSAL_MARKERS) for text in texts)
+    return any(_unlead(text).startswith(PROPOSAL_MARKERS) for text in texts)
 
 
 def without_marker(text: str) -> str:
     """``text`` without its leading proposal marker (``"TODO: rotate keys"`` → ``"rotate keys"``)."""
-    stripped = text.lstrip()
+    stripped = _unlead(text)
     for marker in PROPOSAL_MARKERS:
         if stripped.startswith(marker):
             return stripped[len(marker) :].strip()

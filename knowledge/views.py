@@ -14,7 +14,7 @@ from accounts.selectors import ensure_may_change, may_change, projects_for
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ItemForm, SearchForm
 from knowledge.models import TEST_TAG
-from knowledge.ranking import SearchFilters, search, signals
+from knowledge.ranking import SearchFilters, reference_status, search, signals
 from knowledge.text import PROPOSAL_MARKERS
 
 
@@ -49,14 +49,14 @@ def item_detail(request, pk: int):
     may_write = may_change(user=request.user, project_id=item.project_id)
     from gitsync import selectors as git
 
-    last_change = git.last_change_of(project_id=item.project_id, paths=item.references)
+    references = reference_status(item)
     context = {
         "item": item,
         "may_write": may_write,
         "commits": git.commits_touching(project_id=item.project_id, paths=item.references),
-        # The file moved on after the note was last written: the note may describe the past.
-        "may_be_stale": last_change is not None and last_change > item.updated_at,
-        "last_change": last_change,
+        "may_be_stale": references.may_be_stale(item.updated_at),
+        "last_change": references.last_change_at,
+        "deleted_references": references.deleted,
     }
     return render(request, "knowledge/item_detail.html", context)
 
@@ -120,14 +120,21 @@ def item_delete(request, pk: int):
 @require_GET
 def search_page(request):
     form = SearchForm(request.GET or None)
-    context = {"form": form, "result": None, "query": "", "error": None}
+    projects = projects_for(user=request.user)
+    context = {
+        "form": form,
+        "result": None,
+        "query": "",
+        "error": None,
+        "several_projects": len(projects) > 1,
+    }
     if form.is_valid() and form.cleaned_data["q"].strip():
         tags = form.cleaned_data["tags"]
         context["query"] = form.cleaned_data["q"]
         context["tags"] = tags
         try:
             context["result"] = search(
-                projects=projects_for(user=request.user),
+                projects=projects,
                 query=form.cleaned_data["q"],
                 filters=SearchFilters(tags=tuple(tags)),
                 limit=form.cleaned_data["limit"] or 10,

@@ -487,7 +487,9 @@ def test_service_errors_answer_in_the_language_of_the_request(owner_api, cast):
     report = owner_api.post(
         "/api/v1/items/import/", line, content_type="application/x-ndjson", **spanish
     ).json()
-    assert report["errors"][0]["errors"] == {"created_at": ["No es una fecha y hora ISO 8601: 'yesterday'."]}
+    assert report["errors"][0]["errors"] == {
+        "created_at": ["No es una fecha y hora ISO 8601 con zona horaria: 'yesterday'."]
+    }
     tags = owner_api.post(
         "/api/v1/items/", {"title": "t", "content": "x", "tags": ["a b"]}, format="json", **spanish
     )

@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from knowledge.models import KnowledgeItem
+from knowledge.services import text_error
 
 NOT_A_STRING = _("Must be a string.")
 
@@ -15,11 +16,11 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
-        if "\x00" in data:
-            self.fail("nul")
+        if error := text_error(data):
+            raise serializers.ValidationError(error)
         return super().to_internal_value(data)
 
-    default_error_messages = {"invalid": NOT_A_STRING, "nul": _("Must not contain NUL characters.")}
+    default_error_messages = {"invalid": NOT_A_STRING}
 
 
 TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."
@@ -116,7 +117,14 @@ class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
     signals = SignalsSerializer()
-    live_references = serializers.ListField(child=serializers.CharField())
+    live_references = serializers.ListField(
+        child=serializers.CharField(), help_text="References that name a file changed in the live window."
+    )
+    unresolved_references = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="References that name no file the project's repositories know (a library call, a host "
+        "name …): they do not count in the git signal. Empty when no repository is connected.",
+    )
 
 
 class SearchOutputSerializer(serializers.Serializer):

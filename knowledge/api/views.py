@@ -122,6 +122,7 @@ class SearchApi(APIView):
                     "score": hit.score,
                     "signals": vars(hit.signals),
                     "live_references": list(hit.live_references),
+                    "unresolved_references": list(hit.unresolved_references),
                 }
                 for hit, item in zip(result.hits, items, strict=True)
             ],
@@ -158,8 +159,10 @@ class ItemImportApi(APIView):
             "application/x-ndjson": OpenApiTypes.STR,
         },
         responses={200: s.ImportOutputSerializer, **COMMON_ERRORS},
-        description="A JSON array or JSON Lines of items. created_at/updated_at are kept when given. "
-        "A bad line fails alone: the rest imports and the answer says which lines failed.",
+        description="A JSON array or JSON Lines of items. created_at/updated_at are kept when given: ISO "
+        "8601 with a time zone, no later than the server's clock plus 5 minutes, updated_at no earlier "
+        "than created_at. Every line is validated before anything is written: a bad line fails alone, "
+        "the rest imports, and the answer says which lines failed and why, field by field.",
     )
     def post(self, request):
         writable = {p.slug: p for p in request_projects(request, "write")}

@@ -1,3 +1,3 @@
-from knowledge.ranking.search import Hit, SearchFilters, SearchResult, forget_caches, search
+from knowledge.ranking.search import Hit, SearchFilters, SearchResult, forget_caches, reference_status, search
 
-__all__ = ["Hit", "SearchFilters", "SearchResult", "forget_caches", "search"]
+__all__ = ["Hit", "SearchFilters", "SearchResult", "forget_caches", "reference_status", "search"]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from itertools import islice
 
@@ -30,17 +30,18 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.models import Project
+from gitsync.selectors import live_since, repository_files, synced_repositories
 from knowledge import embeddings, selectors
-from knowledge.models import TEST_TAG, KnowledgeItem
+from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
 from knowledge.ranking.signals import (
-    GIT_WINDOW_DAYS,
+    NO_STATUS,
+    PathIndex,
+    ReferenceStatus,
     Signals,
     final_score,
     git_factor,
-    live_references,
-    path_suffixes,
     proposal_penalty,
     recency_of_age,
     score_ceiling,
@@ -56,6 +57,9 @@ EXACT_OVER_BUDGET = "exact (over memory budget)"
 class SearchFilters:
     tags: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        object.__setattr__(self, "tags", tuple(normalize_tag(tag) for tag in self.tags))
+
     @property
     def includes_test(self) -> bool:
         return TEST_TAG in self.tags
@@ -66,7 +70,23 @@ class Hit:
     item: KnowledgeItem
     score: float
     signals: Signals
-    live_references: tuple[str, ...] = ()
+    references: ReferenceStatus = NO_STATUS
+
+    @property
+    def live_references(self) -> tuple[str, ...]:
+        return self.references.live
+
+    @property
+    def unresolved_references(self) -> tuple[str, ...]:
+        return self.references.unresolved
+
+    @property
+    def deleted_references(self) -> tuple[str, ...]:
+        return self.references.deleted
+
+    @property
+    def may_be_stale(self) -> bool:
+        return self.references.may_be_stale(self.item.updated_at)
 
 
 @dataclass
@@ -81,12 +101,37 @@ class SearchResult:
     extra: dict = field(default_factory=dict)
 
 
-def live_path_suffixes(project_ids: Sequence[int], now: datetime) -> dict[int, frozenset[str]]:
-    # The only way knowledge learns of git activity; gitsync knows nothing of knowledge.
-    from gitsync.selectors import live_paths
+# Per project: the repository states its index was built from, and the index. A sync changes a state.
+_path_indexes: dict[int, tuple[tuple, PathIndex]] = {}
 
-    paths = live_paths(project_ids=project_ids, since=now - timedelta(days=GIT_WINDOW_DAYS))
-    return {project_id: path_suffixes(project_paths) for project_id, project_paths in paths.items()}
+
+def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
+    """The files each project's enabled repositories know (see PathIndex), built again only after a sync.
+
+    The only way knowledge learns of git activity; gitsync knows nothing of knowledge.
+    """
+    states: dict[int, list] = {}
+    for state in synced_repositories(project_ids=project_ids):
+        states.setdefault(state.project_id, []).append(state)
+    indexes = {}
+    for project_id, project_states in states.items():
+        key = tuple(project_states)
+        cached = _path_indexes.get(project_id)
+        if cached is None or cached[0] != key:
+            files = [repository_files(repository_id=state.id) for state in project_states]
+            cached = _path_indexes[project_id] = (key, PathIndex.of(files))
+        indexes[project_id] = cached[1]
+    return indexes
+
+
+def reference_status(item: KnowledgeItem, now: datetime | None = None) -> ReferenceStatus:
+    """How one item's references stand against its project's files (the item page's reasons)."""
+    index = path_indexes([item.project_id]).get(item.project_id, PathIndex())
+    return index.status(item.references, _window_start(now or timezone.now()))
+
+
+def _window_start(now: datetime) -> float:
+    return live_since(now).timestamp()
 
 
 def _projects(projects) -> dict[int, Project]:
@@ -136,9 +181,10 @@ def _project_sizes(project_ids: tuple[int, ...], period: int) -> int:
 
 
 def forget_caches() -> None:
-    """Forget the sizes and vectors this process holds (tests; settings changed at run time)."""
+    """Forget the sizes, files and vectors this process holds (tests; settings changed at run time)."""
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
+    _path_indexes.clear()
     matrix.forget()
 
 
@@ -190,12 +236,14 @@ class _Scored:
         )
 
 
-def _score(chunk: Candidates, now: float, live: dict[int, frozenset[str]]) -> _Scored:
-    """Every signal of every row of ``chunk`` at once, and its final score under the formula."""
+def _score(chunk: Candidates, now: float, live: dict[int, PathIndex], since: float) -> _Scored:
+    """Every signal of every row of ``chunk`` at once, and its final score under the formula; ``live``
+    holds the path index of each project with a live file (elsewhere git is 0)."""
     git = np.zeros(len(chunk))
-    if any(live.values()):
+    if live:
+        empty = PathIndex()
         git[:] = [
-            git_factor(references, live.get(project_id, frozenset()))
+            git_factor(references, live.get(project_id, empty), since)
             for references, project_id in zip(chunk.references, chunk.project_ids.tolist(), strict=True)
         ]
     recency = recency_of_age(now - chunk.stamps)
@@ -204,16 +252,17 @@ def _score(chunk: Candidates, now: float, live: dict[int, frozenset[str]]) -> _S
 
 
 def _read(
-    stream, *, limit: int, now: datetime, live: dict[int, frozenset[str]]
+    stream, *, limit: int, now: datetime, paths: dict[int, PathIndex], since: float
 ) -> tuple[_Scored | None, int]:
     """Every chunk of ``stream`` until no unseen row can enter the top ``limit``, scored; and how many
     rows had to be read for that: those whose ceiling still reached the k-th best score."""
-    git_possible = any(live.values())
+    live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
+    git_possible = bool(live)
     parts: list[_Scored] = []
     kth = -np.inf
     with closing(stream):
         for chunk, rest in stream:
-            parts.append(_score(chunk, now.timestamp(), live))
+            parts.append(_score(chunk, now.timestamp(), live, since))
             finals = np.concatenate([p.final for p in parts])
             if len(finals) >= limit:
                 kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
@@ -246,7 +295,8 @@ def search(
     project_ids = tuple(projects)
     scope = KnowledgeItem.objects.in_projects(project_ids)
     strategy, rows = _choose_stream(project_ids, filters)
-    live = live_path_suffixes(project_ids, now)
+    paths = path_indexes(project_ids)
+    since = _window_start(now)
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
@@ -260,7 +310,7 @@ def search(
             stream = _exact_stream(scope.embedded().with_tags(list(filters.tags)), query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector)
-        read, scanned = _read(stream, limit=limit, now=now, live=live)
+        read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}
             break
@@ -276,8 +326,8 @@ def search(
             item=items[item_id],
             score=float(read.final[row]),
             signals=read.signals(row),
-            live_references=live_references(
-                read.candidates.references[row], live.get(items[item_id].project_id, frozenset())
+            references=paths.get(items[item_id].project_id, PathIndex()).status(
+                read.candidates.references[row], since
             ),
         )
         for row, item_id in ranked
@@ -285,9 +335,7 @@ def search(
     ]
     result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:
-        result.excluded_test_items = (
-            0 if filters.includes_test else scope.filter(tags__contains=[TEST_TAG]).count()
-        )
+        result.excluded_test_items = scope.embedded().left_out_as_tests(list(filters.tags)).count()
         result.pending_items = scope.pending().count()
     result.took_ms = (time.perf_counter() - started) * 1000
     return result

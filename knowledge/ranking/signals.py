@@ -6,16 +6,19 @@ chunk of candidates at once); the ranking service is their only caller that scor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 
+from gitsync.selectors import LIVE_DAYS, RepositoryFiles, path_suffixes, reference_key
+
 RECENCY_WEIGHT = 0.15  # a brand-new item gets up to +15 %
 RECENCY_HALF_LIFE_DAYS = 60.0
-GIT_WEIGHT = 0.20  # an item whose every referenced file is live gets up to +20 %
-GIT_WINDOW_DAYS = 30
+GIT_WEIGHT = 0.20  # an item whose every resolved reference names a live file gets up to +20 %
+GIT_WINDOW_DAYS = LIVE_DAYS  # gitsync's rule of what is live
 PROPOSAL_PENALTY = 0.7  # a wish keeps 70 % of its score (a 30 % penalty)
 SCORE_CAP = 1.0
 # No candidate can score above min(SCORE_CAP, MAX_BOOST * cosine): both boosts at their ceiling.
@@ -52,27 +55,113 @@ def recency_factor(updated_at: datetime | None, created_at: datetime | None, now
     return recency_of_age((now - stamp).total_seconds())
 
 
-def path_suffixes(paths: Iterable[str]) -> frozenset[str]:
-    """Every trailing part of every path at a '/' boundary: 'src/lib/a.ts' -> itself, 'lib/a.ts', 'a.ts'."""
-    out: set[str] = set()
-    for path in paths:
-        parts = path.strip("/").split("/")
-        for i in range(len(parts)):
-            out.add("/".join(parts[i:]))
-    return frozenset(out)
+@dataclass(frozen=True)
+class ReferenceStatus:
+    """How an item's references stand against its project's files, for the git signal and its reasons."""
+
+    live: tuple[str, ...]  # name a live file
+    resolved: tuple[str, ...]  # name a file the project's repositories know
+    unresolved: tuple[str, ...]  # name no known file: a library call, a host name, a file of elsewhere
+    deleted: tuple[str, ...]  # name known files none of which is in the branch's tree any more
+    last_change: float | None  # POSIX seconds of the latest commit to a file they name
+
+    @property
+    def git(self) -> float:
+        return share(len(self.live), len(self.resolved))
+
+    @property
+    def last_change_at(self) -> datetime | None:
+        return None if self.last_change is None else datetime.fromtimestamp(self.last_change, UTC)
+
+    def may_be_stale(self, updated_at: datetime) -> bool:
+        """A named file changed after the item was last written: the item may describe the past."""
+        return self.last_change is not None and self.last_change > updated_at.timestamp()
 
 
-def live_references(references: Iterable[str], live_suffixes: frozenset[str]) -> tuple[str, ...]:
-    """The references that match a live path (equal to it, or a trailing part of it at a '/')."""
-    return tuple(ref for ref in references if ref.strip("/") in live_suffixes)
+NO_STATUS = ReferenceStatus(live=(), resolved=(), unresolved=(), deleted=(), last_change=None)
 
 
-def git_factor(references: Iterable[str], live_suffixes: frozenset[str]) -> float:
-    """Share of the item's references that match a live path."""
-    refs = list(references)
-    if not refs or not live_suffixes:
-        return 0.0
-    return len(live_references(refs, live_suffixes)) / len(refs)
+def share(live: int, resolved: int) -> float:
+    """git = live resolved references / resolved references; 0 when none resolves."""
+    return live / resolved if resolved else 0.0
+
+
+@dataclass(frozen=True)
+class PathIndex:
+    """The files a project's connected repositories know, by every trailing part a reference may name
+    them with (gitsync.selectors.path_suffixes): built once per sync, read for every candidate.
+
+    A reference resolves when its key is in ``latest_live`` (the branch's tree and every path a stored
+    commit touched), and names a live file when the value, the latest change that left a file it names
+    in the tree (POSIX seconds, -inf for none), falls in the window.
+    """
+
+    latest_live: dict[str, float] = field(default_factory=dict)
+    in_tree: frozenset[str] = frozenset()
+    last_change: dict[str, float] = field(default_factory=dict)  # a deletion included
+    newest_live: float = -math.inf  # the latest live change of any file: none in the window, no git boost
+
+    @classmethod
+    def of(cls, repositories: Iterable[RepositoryFiles]) -> PathIndex:
+        in_tree: set[str] = set()
+        live: dict[str, float] = {}
+        changed: dict[str, float] = {}
+        for files in repositories:
+            for path in (*files.tree, *files.touched):
+                for suffix in path_suffixes(path):
+                    live.setdefault(suffix, -math.inf)
+            for path in files.tree:
+                in_tree.update(path_suffixes(path))
+            for latest, stamps in ((live, files.last_live_change), (changed, files.last_change)):
+                for path, stamp in stamps.items():
+                    seconds = stamp.timestamp()
+                    for suffix in path_suffixes(path):
+                        if latest.get(suffix, -math.inf) < seconds:
+                            latest[suffix] = seconds
+        return cls(live, frozenset(in_tree), changed, max(live.values(), default=-math.inf))
+
+    def git(self, references: Iterable[str], since: float) -> float:
+        """``status(references, since).git`` without listing the references: every candidate needs it."""
+        latest = self.latest_live.get
+        resolved = live = 0
+        for reference in references:
+            stamp = latest(reference_key(reference))
+            if stamp is not None:
+                resolved += 1
+                live += stamp >= since
+        return share(live, resolved)
+
+    def status(self, references: Iterable[str], since: float) -> ReferenceStatus:
+        """How ``references`` stand in a live window that starts at ``since`` (POSIX seconds)."""
+        if not self.latest_live:  # no repository connected (or synced yet): nothing to resolve against
+            return NO_STATUS
+        live, resolved, unresolved, deleted, changes = [], [], [], [], []
+        for reference in references:
+            key = reference_key(reference)
+            stamp = self.latest_live.get(key)
+            if stamp is None:
+                unresolved.append(reference)
+                continue
+            resolved.append(reference)
+            if stamp >= since:
+                live.append(reference)
+            if key not in self.in_tree:
+                deleted.append(reference)
+            if key in self.last_change:
+                changes.append(self.last_change[key])
+        return ReferenceStatus(
+            live=tuple(live),
+            resolved=tuple(resolved),
+            unresolved=tuple(unresolved),
+            deleted=tuple(deleted),
+            last_change=max(changes, default=None),
+        )
+
+
+def git_factor(references: Iterable[str], index: PathIndex, since: float) -> float:
+    """Share of the item's references that name a file known to its project which is live since ``since``,
+    among those that name a known file at all."""
+    return index.git(references, since)
 
 
 def proposal_penalty(is_proposal):

@@ -39,10 +39,23 @@ class GitRepo:
         self.git("mv", old, new)
         return self._commit(f"Move {old} to {new}", days_ago)
 
-    def _commit(self, message: str, days_ago: float) -> str:
-        stamp = (datetime.now(UTC) - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-        self.git("commit", "-q", "-m", message, env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    def delete(self, *names: str, days_ago: float = 0) -> str:
+        self.git("rm", "-q", *names)
+        return self._commit(f"Delete {', '.join(names)}", days_ago)
+
+    def merge(self, branch: str, *, days_ago: float = 0) -> str:
+        """Merge ``branch`` into the checked-out branch with a merge commit (--no-ff), dated ``days_ago``."""
+        self.git("merge", "-q", "--no-ff", "-m", f"Merge {branch}", branch, env=self._dated(days_ago))
         return self.git("rev-parse", "HEAD")
+
+    def _commit(self, message: str, days_ago: float) -> str:
+        self.git("commit", "-q", "-m", message, env=self._dated(days_ago))
+        return self.git("rev-parse", "HEAD")
+
+    @staticmethod
+    def _dated(days_ago: float) -> dict[str, str]:
+        stamp = (datetime.now(UTC) - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        return {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
 
     def count(self, *args: str) -> int:
         return int(self.git("rev-list", "--count", *args, "main"))

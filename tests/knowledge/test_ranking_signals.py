@@ -5,12 +5,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from gitsync.selectors import RepositoryFiles, path_suffixes
 from knowledge.ranking.signals import (
+    PathIndex,
     Signals,
     combine,
     final_score,
     git_factor,
-    path_suffixes,
     proposal_penalty,
     recency_factor,
     recency_of_age,
@@ -51,27 +52,93 @@ def test_old_items_are_not_penalized_they_just_lose_the_boost():
     assert combine(Signals(cosine=0.6, recency=0.0, git=0.0, proposal_penalty=1.0)) == pytest.approx(0.6)
 
 
+def files(*, tree=(), live=(), deleted=(), old=(), age_days: float = 1) -> RepositoryFiles:
+    """One repository's files: ``live`` changed ``age_days`` ago, ``old`` 90 days ago, ``deleted`` removed
+    from the tree ``age_days`` ago."""
+    recent, long_ago = NOW - timedelta(days=age_days), NOW - timedelta(days=90)
+    stamps = {path: recent for path in live} | {path: long_ago for path in old}
+    return RepositoryFiles(
+        tree=[*tree, *live, *old],
+        touched=[*live, *old, *deleted],
+        last_live_change=stamps,
+        last_change=stamps | {path: recent for path in deleted},
+    )
+
+
+WINDOW = (NOW - timedelta(days=30)).timestamp()
+
+
+def git(references, *repositories: RepositoryFiles) -> float:
+    return git_factor(references, PathIndex.of(repositories), WINDOW)
+
+
 def test_git_boost_is_proportional_to_the_share_of_live_references():
-    live = path_suffixes(["src/lib/auth.ts", "app/views.py"])
-    assert git_factor(["src/lib/auth.ts", "docs/unused.md"], live) == 0.5
+    repository = files(live=["src/lib/auth.ts", "app/views.py"], tree=["docs/unused.md"])
+    assert git(["src/lib/auth.ts", "docs/unused.md"], repository) == 0.5
     assert combine(Signals(cosine=0.5, recency=0, git=1.0, proposal_penalty=1)) == pytest.approx(0.6)
     assert combine(Signals(cosine=0.5, recency=0, git=0.5, proposal_penalty=1)) == pytest.approx(0.55)
 
 
 def test_an_item_without_references_stays_neutral():
-    assert git_factor([], path_suffixes(["src/lib/auth.ts"])) == 0.0
+    assert git([], files(live=["src/lib/auth.ts"])) == 0.0
 
 
-def test_a_reference_matches_a_live_path_only_at_a_slash_boundary():
-    live = path_suffixes(["src/lib/auth.ts"])
-    assert git_factor(["lib/auth.ts"], live) == 1.0
-    assert git_factor(["auth.ts"], live) == 1.0
-    assert git_factor(["th.ts"], live) == 0.0
-    assert git_factor(["other/lib/auth.ts"], live) == 0.0
+def test_a_reference_matches_a_known_path_only_at_a_slash_boundary():
+    repository = files(live=["src/lib/auth.ts"])
+    assert git(["lib/auth.ts"], repository) == 1.0
+    assert git(["auth.ts"], repository) == 1.0
+    assert git(["/src/lib/auth.ts"], repository) == 1.0
+    index = PathIndex.of([repository])
+    for reference in ("th.ts", "other/lib/auth.ts", "src/lib"):
+        assert index.status([reference], WINDOW).unresolved == (reference,)
 
 
-def test_without_a_connected_repository_the_git_factor_is_zero():
-    assert git_factor(["src/lib/auth.ts"], frozenset()) == 0.0
+def test_references_that_name_no_known_file_do_not_dilute_the_git_signal():
+    repository = files(live=["src/lib/auth.ts"], old=["src/lib/config.ts"])
+    names = ["jwt.sign", "src/lib/auth.ts", "process.env", "Node.js", "os.path.join", "example.com"]
+    assert git(names, repository) == 1.0
+    assert git([*names, "config.ts"], repository) == 0.5
+    status = PathIndex.of([repository]).status(names, WINDOW)
+    assert status.live == status.resolved == ("src/lib/auth.ts",)
+    assert status.unresolved == ("jwt.sign", "process.env", "Node.js", "os.path.join", "example.com")
+
+
+def test_an_item_none_of_whose_references_resolve_stays_neutral():
+    assert git(["jwt.sign", "django.db"], files(live=["src/lib/auth.ts"])) == 0.0
+
+
+def test_a_file_changed_before_the_window_is_known_but_not_live():
+    assert git(["src/lib/auth.ts"], files(live=["src/lib/auth.ts"], age_days=31)) == 0.0
+    assert git(["src/lib/auth.ts"], files(live=["src/lib/auth.ts"], age_days=29)) == 1.0
+
+
+def test_a_deleted_file_resolves_but_is_not_live_and_is_reported_deleted():
+    repository = files(live=["src/new.py"], deleted=["src/old.py"])
+    assert git(["src/old.py"], repository) == 0.0
+    assert git(["src/old.py", "new.py"], repository) == 0.5
+    status = PathIndex.of([repository]).status(["old.py", "new.py"], WINDOW)
+    assert status.deleted == ("old.py",) and status.unresolved == ()
+
+
+def test_a_reference_is_live_when_any_file_it_names_is_live_in_any_repository():
+    index = PathIndex.of([files(old=["a/util.py"]), files(live=["b/util.py"])])
+    assert index.status(["util.py"], WINDOW).live == ("util.py",)
+    assert index.status(["a/util.py"], WINDOW).live == ()
+
+
+def test_the_last_change_of_named_files_makes_an_older_item_stale():
+    status = PathIndex.of([files(live=["src/lib/auth.ts"], age_days=2)]).status(["auth.ts"], WINDOW)
+    assert status.may_be_stale(NOW - timedelta(days=3))
+    assert not status.may_be_stale(NOW - timedelta(days=1))
+
+
+def test_without_a_connected_repository_the_git_factor_is_zero_and_nothing_is_unresolved():
+    assert git(["src/lib/auth.ts"]) == 0.0
+    assert PathIndex().status(["src/lib/auth.ts"], WINDOW).unresolved == ()
+
+
+def test_path_suffixes_are_every_trailing_part_at_a_slash():
+    assert list(path_suffixes("src/lib/auth.ts")) == ["src/lib/auth.ts", "lib/auth.ts", "auth.ts"]
 
 
 def test_the_proposal_penalty_takes_thirty_percent_of_the_whole_score():
@@ -120,3 +187,29 @@ def test_a_chunk_of_candidates_scores_as_each_of_them_alone():
         assert ceilings[n] == score_ceiling(float(cosines[n]))
     assert recency[:3].tolist() == [0.0, 0.0, 0.0]
     assert (recency[ages < 0] == 1.0).all() and (ages < 0).any()
+
+
+def test_the_git_of_a_candidate_is_the_share_its_reference_status_gives():
+    index = PathIndex.of(
+        [
+            files(
+                live=["src/lib/auth.ts", "a/util.py"],
+                old=["b/util.py", "billing/api.go"],
+                deleted=["src/old.py"],
+            )
+        ]
+    )
+    names = [
+        "auth.ts",
+        "util.py",
+        "b/util.py",
+        "api.go",
+        "old.py",
+        "jwt.sign",
+        "x/auth.ts",
+        "/src/lib/auth.ts",
+    ]
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        references = list(rng.choice(names, size=rng.integers(0, 5), replace=False))
+        assert index.git(references, WINDOW) == index.status(references, WINDOW).git, references

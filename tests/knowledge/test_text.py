@@ -1,6 +1,8 @@
+import time
+
 import pytest
 
-from knowledge.text import extract_references, is_proposal
+from knowledge.text import extract_references, is_proposal, without_marker
 
 
 def test_references_are_normalized_and_deduplicated():
@@ -41,3 +43,30 @@ def test_a_proposal_marker_at_the_start_flags_a_wish(marker):
 def test_an_inline_marker_does_not_flag_a_wish():
     assert not is_proposal("Caching decision", "We decided against it. TODO: nothing, it is done.")
     assert not is_proposal("TODO list is a word here", "no colon, no marker")
+
+
+def test_a_path_like_token_longer_than_three_hundred_characters_is_not_a_reference():
+    long_path = "a/" * 352 + "x.py"  # 708 characters
+    assert extract_references(f"see {long_path} and src/ok.py") == ["src/ok.py"]
+    assert extract_references("d/" * 148 + "x.py") == ["d/" * 148 + "x.py"]  # 300 characters
+
+
+@pytest.mark.parametrize(
+    "text", ["x." * 50_000, "a/" * 50_000, "a.b/" * 25_000, "http:" * 20_000, "-" * 100_000]
+)
+def test_extraction_takes_linear_time_on_hostile_text(text):
+    started = time.perf_counter()
+    extract_references(text)
+    is_proposal(text)
+    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("lead", ["\ufeff", "\u200b", " \u200b\n\ufeff\t", "\u2060", "\u200d"])
+def test_a_byte_order_mark_or_zero_width_character_before_a_marker_counts_as_whitespace(lead):
+    assert is_proposal(f"{lead}TODO: rotate the keys", "body")
+    assert without_marker(f"{lead}TODO: rotate the keys") == "rotate the keys"
+
+
+@pytest.mark.parametrize("title", ["todo: rotate the keys", "Todo: rotate", "TODO rotate", "x TODO: rotate"])
+def test_markers_are_case_sensitive_and_only_at_the_very_start(title):
+    assert not is_proposal(title, "body")
