@@ -9,7 +9,6 @@ from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
-from contextforge.statements import table
 from gitsync.models import Commit, CommitFile, Repository
 
 LIVE_DAYS = 30
@@ -33,8 +32,8 @@ def live_paths(*, project_ids: Sequence[int], since: datetime) -> dict[int, froz
 @cache
 def _live_paths_sql() -> str:
     return (
-        f"SELECT DISTINCT r.project_id, f.path FROM {table(CommitFile)} f"
-        f" JOIN {table(Commit)} c ON c.id = f.commit_id JOIN {table(Repository)} r ON r.id = c.repository_id"
+        f"SELECT DISTINCT r.project_id, f.path FROM {CommitFile._meta.db_table} f"
+        f" JOIN {Commit._meta.db_table} c ON c.id = f.commit_id JOIN {Repository._meta.db_table} r ON r.id = c.repository_id"
         " WHERE r.project_id = ANY(%s) AND r.enabled AND c.committed_at >= %s"
     )
 

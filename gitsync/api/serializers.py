@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from contextforge.api.fields import StrictCharField
+from contextforge.api.validation import InputSerializer
 from gitsync.models import Repository
-from knowledge.api.serializers import StrictCharField
 
 
 class RepositoryOutputSerializer(serializers.ModelSerializer):
@@ -31,7 +32,7 @@ class RepositoryOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RepositoryCreateInputSerializer(serializers.Serializer):
+class RepositoryCreateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200)
     url = StrictCharField(max_length=1000)
     branch = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
@@ -39,7 +40,7 @@ class RepositoryCreateInputSerializer(serializers.Serializer):
     project = serializers.SlugField(required=False)
 
 
-class RepositoryUpdateInputSerializer(serializers.Serializer):
+class RepositoryUpdateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200, required=False)
     url = StrictCharField(max_length=1000, required=False)
     branch = StrictCharField(max_length=200, required=False, allow_blank=True)

@@ -14,14 +14,17 @@ from rest_framework.views import APIView
 
 from accounts.api import request_project, request_projects
 from contextforge.api import ApplicationError
+from contextforge.api.parsers import RawBodyParser
+from contextforge.api.validation import validated
 from gitsync import selectors, services
 from gitsync.api import serializers as s
 from gitsync.models import Repository
 from gitsync.tasks import sync_repository
-from knowledge.api.views import RawBodyParser, _valid
 
 NAME_TAKEN = _("The project has a repository of that name already.")
 BAD_SIGNATURE = _("The webhook signature does not match.")
+# Anyone may post to a webhook: no more than this is read before the signature is checked.
+WEBHOOK_MAX_BYTES = 1024 * 1024
 
 
 def _queue_sync(repository: Repository) -> None:
@@ -55,7 +58,7 @@ class RepositoryListCreateApi(APIView):
         responses={201: s.RepositoryWebhookSecretSerializer},
     )
     def post(self, request):
-        data = _valid(s.RepositoryCreateInputSerializer, request.data)
+        data = validated(s.RepositoryCreateInputSerializer, request.data)
         project = request_project(request, data.pop("project", None), "admin")
         try:
             repository = services.repository_create(project=project, **data)
@@ -82,7 +85,7 @@ class RepositoryDetailApi(APIView):
     )
     def patch(self, request, pk: int):
         repository = self.get_object(pk)
-        data = _valid(s.RepositoryUpdateInputSerializer, request.data)
+        data = validated(s.RepositoryUpdateInputSerializer, request.data)
         try:
             services.repository_update(repository=repository, **data)
         except IntegrityError:
@@ -109,7 +112,7 @@ class RepositorySyncApi(APIView):
         return Response({"status": "queued", "repository": repository.pk}, status=status.HTTP_202_ACCEPTED)
 
 
-def signature_valid(repository: Repository, body: bytes, headers) -> bool:
+def signaturevalidated(repository: Repository, body: bytes, headers) -> bool:
     """GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body) or GitLab's X-Gitlab-Token, in constant time."""
     secret = repository.webhook_secret.encode()
     github = headers.get("X-Hub-Signature-256", "")
@@ -122,12 +125,19 @@ def signature_valid(repository: Repository, body: bytes, headers) -> bool:
     return False
 
 
+class WebhookBodyParser(RawBodyParser):
+    """A push event's raw body, which its signature covers."""
+
+    def max_bytes(self) -> int:
+        return WEBHOOK_MAX_BYTES
+
+
 class RepositoryWebhookApi(APIView):
     """A push event from the forge: signed with the repository's secret, it queues a sync."""
 
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
-    parser_classes = [RawBodyParser]
+    parser_classes = [WebhookBodyParser]
 
     @extend_schema(
         operation_id="repositories_webhook",
@@ -138,7 +148,7 @@ class RepositoryWebhookApi(APIView):
     def post(self, request, pk: int):
         repository = Repository.objects.filter(pk=pk, enabled=True).first()
         body = request.data if isinstance(request.data, bytes) else b""
-        if repository is None or not signature_valid(repository, body, request.headers):
+        if repository is None or not signaturevalidated(repository, body, request.headers):
             return Response({"detail": BAD_SIGNATURE}, status=status.HTTP_403_FORBIDDEN)
         _queue_sync(repository)
         return Response({"status": "queued"}, status=status.HTTP_202_ACCEPTED)

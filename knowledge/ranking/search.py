@@ -86,8 +86,7 @@ def live_path_suffixes(project_ids: Sequence[int], now: datetime) -> dict[int, f
 
 def _projects(projects) -> dict[int, Project]:
     """``projects`` (ids, Projects or a QuerySet of them) by id, read once: every query of the search
-    then names their ids, cheaper than a subquery of memberships per query, and each hit takes its
-    project from here instead of a join."""
+    then names their ids instead of repeating a subquery of memberships."""
     if hasattr(projects, "values_list"):
         projects = list(projects)
     ids = [p for p in projects if isinstance(p, int)]
@@ -236,7 +235,7 @@ def search(
     filters = filters or SearchFilters()
     now = now or timezone.now()
     # What needs no query vector is read before the model runs: the model sweeps the CPU's caches, and
-    # the Python code right after it runs about twice as slowly (measured in the notes of issue 2).
+    # the Python code right after it runs slower (bench/search.py).
     projects = _projects(projects)
     project_ids = tuple(projects)
     scope = KnowledgeItem.objects.in_projects(project_ids)
@@ -258,7 +257,7 @@ def search(
             ranked, items = [], {}
             break
         ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
-        items = selectors.items_by_id([item_id for _row, item_id in ranked], projects=projects)
+        items = selectors.items_for(projects=project_ids).in_bulk([item_id for _row, item_id in ranked])
         missing = [item_id for _row, item_id in ranked if item_id not in items]
         if not missing or strategy == EXACT:
             break
