@@ -226,8 +226,8 @@ CONTEXTFORGE_MAX_TAGS = 50
 CONTEXTFORGE_MAX_TAG_LENGTH = 64
 CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 1024 * 1024, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
-# from its own in-memory copy of the vectors (exact too: ~3 ms instead of ~16 at 10,000 items, ~15 instead
-# of 60-120 at 100,000; it costs ~1.6 KB per item per process). See knowledge/ranking/matrix.py.
+# from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
+# process (knowledge/ranking/matrix.py).
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, minimum=0)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)

@@ -1,6 +1,6 @@
 """The API plumbing every app shares, under public names: the domain error (``exceptions``), the
-exception handler and error pages (``errors``), input fields (``fields``), body parsers (``parsers``), input validation
-(``validation``) and pagination (``pagination``)."""
+exception handler and error pages (``errors``), input fields (``fields``), body parsers (``parsers``),
+input validation (``validation``) and pagination (``pagination``)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
-"""A process's own copy of a large project's searchable items, for an exact ranking in milliseconds.
+"""A process's own copy of a large project's searchable items, for an exact ranking.
 
 Why not HNSW: the formula lets an item with a lower cosine outrank one with a higher cosine, so the
 stream must read candidates well past the k nearest (down to ``kth final / ceiling``), and on
-text-like embeddings HNSW's deep candidate lists miss items (recall@10 0.58-0.86 under the formula at
-100,000 items with ``ef_search`` up to 1000 and strict-order iterative scans), while PostgreSQL's exact
-scan of 100,000 rows takes 60-120 ms. A matrix product over the same vectors in numpy takes ~8 ms and
-is exact. See bench/ and the notes of issue 2.
+text-like embeddings HNSW's deep candidate lists miss items that the formula ranks in the top k, while
+PostgreSQL's exact scan reads and sorts every row. A matrix product over the same vectors in numpy is
+exact and several times faster (bench/ and the README hold the figures).
 
 Faster still, and as exact: candidates are ordered by the cosine of half-precision copies of the
-vectors (~3 ms at 100,000 items), selected a chunk at a time by ``torch.topk`` (~0.6 ms, against
-~1.2 ms for numpy's argpartition), and each chunk is rescored from the float32 vectors. The
+vectors, selected a chunk at a time by ``torch.topk`` (faster than numpy's argpartition), and each
+chunk is rescored from the float32 vectors. The
 stream never stops early, because the cosine of an unread item is at most its half-precision
 cosine plus ``SCREEN_ERROR``.
 
@@ -126,6 +125,7 @@ def _searchable(project_id: int):
 
 
 def _vectors(cursor, queryset) -> tuple[np.ndarray, np.ndarray]:
+    # Raw COPY in binary: the vectors arrive as floats in one buffer, with no text to parse per row.
     sql, params = queryset.values_list("id", "embedding").query.sql_with_params()
     data = bytearray()
     with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as copy:

@@ -102,7 +102,8 @@ _project_sizes: dict[tuple[int, ...], tuple[float, int]] = {}
 def _table_is_small() -> bool:
     """Whether the whole items table is well under the exact-scan threshold (so no count is needed).
 
-    Uses PostgreSQL's own row estimate, cached for a minute.
+    Raw SQL: PostgreSQL's own row estimate is in its catalog, which no model maps, and a count would
+    read the whole table. Cached for a minute.
     """
     global _table_estimate
     now = time.monotonic()
