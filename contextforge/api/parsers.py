@@ -9,7 +9,7 @@ from rest_framework import exceptions, parsers
 from contextforge.api.exceptions import ApplicationError
 
 BODY_TOO_LARGE = _("The body is larger than {max} bytes.")
-JSON_TOO_DEEP = _("The JSON is nested too deeply.")
+JSON_TOO_DEEP = _("nested too deeply.")
 
 
 def read_at_most(stream, limit: int) -> bytes:
