@@ -23,8 +23,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf_exceptions
 
-from accounts.api import PROJECT_REQUIRED
 from contextforge.api import ApplicationError
+from contextforge.api.access import PROJECT_REQUIRED
 from knowledge import embeddings
 from knowledge.models import TEST_TAG
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT

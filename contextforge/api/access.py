@@ -10,7 +10,7 @@ from rest_framework import exceptions
 
 from accounts.models import Project
 from accounts.selectors import projects_for
-from contextforge.api import ApplicationError
+from contextforge.api.exceptions import ApplicationError
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 PROJECT_UNKNOWN = _("No project '{slug}' that this key may {scope} in.")
