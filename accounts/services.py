@@ -63,8 +63,9 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
 def api_key_authenticate(*, secret: str) -> ApiKey | None:
     if not secret.startswith(SECRET_PREFIX):
         return None
-    key = ApiKey.objects.active().select_related("owner").filter(hashed_secret=hash_secret(secret)).first()
-    if key is None:
+    try:
+        key = ApiKey.objects.active().select_related("owner").get(hashed_secret=hash_secret(secret))
+    except ApiKey.DoesNotExist:
         return None
     now = timezone.now()
     # Writing on every request would serialize concurrent clients on one row; a minute is precise enough.

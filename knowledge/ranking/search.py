@@ -27,7 +27,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.models import Project
-from knowledge import embeddings, selectors
+from knowledge import embeddings
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
@@ -258,7 +258,10 @@ def search(
             ranked, items = [], {}
             break
         ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
-        items = selectors.items_for(projects=project_ids).in_bulk([item_id for _row, item_id in ranked])
+        # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
+        items = scope.without_embedding().order_by().in_bulk([item_id for _row, item_id in ranked])
+        for item in items.values():
+            item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
         if not missing or strategy == EXACT:
             break
