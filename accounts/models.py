@@ -26,10 +26,26 @@ ROLE_SCOPES: dict[str, frozenset[str]] = {
 }
 
 
+class ProjectQuerySet(models.QuerySet):
+    def visible_to(self, user, scope: str = Scope.READ, *, api_key: ApiKey | None = None) -> ProjectQuerySet:
+        """The projects in which ``user`` may act with ``scope``: those where their role grants it, and
+        through ``api_key`` only if the key holds the scope, and only in its project if it is bound."""
+        if getattr(user, "pk", None) is None or (api_key is not None and scope not in api_key.scopes):
+            return self.none()
+        roles = [role for role, scopes in ROLE_SCOPES.items() if scope in scopes]
+        # One membership per user and project: the join repeats no project.
+        projects = self.filter(memberships__user=user, memberships__role__in=roles)
+        if api_key is not None and api_key.project_id is not None:
+            projects = projects.filter(pk=api_key.project_id)
+        return projects
+
+
 class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -51,6 +67,12 @@ class Membership(models.Model):
         return f"{self.user} in {self.project} ({self.role})"
 
 
+class ApiKeyQuerySet(models.QuerySet):
+    def active(self) -> ApiKeyQuerySet:
+        """Keys that authenticate: not revoked, and their owner's account not deactivated."""
+        return self.filter(revoked_at__isnull=True, owner__is_active=True)
+
+
 class ApiKey(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
     # A key bound to a project acts only there; an unbound key acts in every project of its owner.
@@ -66,6 +88,8 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,7 +1,7 @@
 """Start, or attach to, the embedded PostgreSQL with pgvector that lives in the data directory.
 
 Used when ``DATABASE_URL`` is unset, so that a new user needs no database server. The server keeps
-running after the process that started it exits; later processes attach to it in about 10 ms.
+running after the process that started it exits; later processes attach to it.
 """
 
 from __future__ import annotations

@@ -195,11 +195,11 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PARSER_CLASSES": ["contextforge.api.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "contextforge.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "contextforge.api.exception_handler",
+    "EXCEPTION_HANDLER": "contextforge.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -219,7 +219,7 @@ SPECTACULAR_SETTINGS = {
     "SECURITY": [{"ApiKey": []}],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "contextforge.api.add_error_responses",
+        "contextforge.api.errors.add_error_responses",
     ],
 }
 
@@ -265,8 +265,8 @@ CONTEXTFORGE_MAX_TAGS = 50
 CONTEXTFORGE_MAX_TAG_LENGTH = 64
 CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 1024 * 1024, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
-# from its own in-memory copy of the vectors (exact too: ~3 ms instead of ~16 at 10,000 items, ~15 instead
-# of 60-120 at 100,000; it costs ~1.6 KB per item per process). See knowledge/ranking/matrix.py.
+# from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
+# process (knowledge/ranking/matrix.py).
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, minimum=0)
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).

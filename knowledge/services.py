@@ -19,6 +19,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from accounts.models import Project
+from contextforge.text import text_error
 from knowledge import embeddings
 from knowledge.models import KnowledgeItem, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
@@ -37,22 +38,8 @@ TIMESTAMP_IN_FUTURE = _("Later than the server clock: {value!r}.")
 UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
-NUL_CHARACTER = _("Must not contain NUL characters.")
-NOT_UNICODE = _("Must be valid Unicode text (no lone surrogate).")
 PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
 JSON_TOO_DEEP = _("Invalid JSON: nested too deeply.")
-
-
-def text_error(text: str) -> str | None:
-    """What makes ``text`` impossible to store as it is, if anything: PostgreSQL text holds neither NUL
-    nor a lone surrogate (which JSON's \\ud800 escapes can carry)."""
-    if "\x00" in text:
-        return NUL_CHARACTER
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return NOT_UNICODE
-    return None
 
 
 def shown(value, limit: int = 80) -> str:

@@ -24,11 +24,19 @@ from knowledge import selectors, services
 from knowledge.api.serializers import ItemOutputSerializer
 from knowledge.models import KnowledgeItem
 from knowledge.ranking import SearchFilters, search
+from knowledge.ranking.signals import (
+    GIT_WEIGHT,
+    GIT_WINDOW_DAYS,
+    PROPOSAL_PENALTY,
+    RECENCY_HALF_LIFE_DAYS,
+    RECENCY_WEIGHT,
+    SCORE_CAP,
+)
+from knowledge.text import PROPOSAL_MARKERS
 from mcpserver.access import Caller, ensure_may_write, readable_projects, require_scope, writable_project
 from tasks import selectors as task_selectors
 from tasks import services as task_services
 from tasks.api.serializers import TaskOutputSerializer
-from tasks.api.views import with_assignee as resolve_assignee
 from tasks.models import Task
 
 # Two items whose embeddings have a cosine at or above this say the same thing in other words
@@ -37,6 +45,21 @@ from tasks.models import Task
 NEAR_DUPLICATE_COSINE = 0.92
 NEAR_DUPLICATES_SHOWN = 3
 SNIPPET_CHARS = 600
+
+# The ranking's rules in an agent's words, built from the constants that define them.
+MARKERS = ", ".join(PROPOSAL_MARKERS[:-1]) + " or " + PROPOSAL_MARKERS[-1]
+MARKERS_SHORT = "/".join(PROPOSAL_MARKERS[:3]) + "/…"
+FORMULA = (
+    f"min({SCORE_CAP:g}, (cos + cos*{RECENCY_WEIGHT:g}*recency + cos*{GIT_WEIGHT:g}*git) * proposal_penalty)"
+)
+RECENCY_RULE = (
+    f"0.5 ** (age_days / {RECENCY_HALF_LIFE_DAYS:g}) on updated_at; worth up to +{RECENCY_WEIGHT:.0%}"
+)
+GIT_RULE = (
+    f"share of the item's file references touched by commits in the last {GIT_WINDOW_DAYS} days; "
+    f"worth up to +{GIT_WEIGHT:.0%}"
+)
+PROPOSAL_RULE = f"{PROPOSAL_PENALTY:g} for a {MARKERS_SHORT} proposal, else 1.0"
 
 QUERY_BLANK = "The query must not be blank."
 NOTHING_TO_UPDATE = "Give at least one of title, content or tags to change."
@@ -99,10 +122,7 @@ def memory_query(caller: Caller, *, query: str, limit: int, tags: list[str] | No
 def _query_text(query: str, hits: list[dict]) -> str:
     if not hits:
         return f"No memory matches {query!r}."
-    lines = [
-        f"{len(hits)} hit(s) for {query!r}, best first. "
-        "score = min(1, (cos + cos*0.15*recency + cos*0.20*git) * proposal_penalty)"
-    ]
+    lines = [f"{len(hits)} hit(s) for {query!r}, best first. score = {FORMULA}"]
     for hit in hits:
         item, b = hit["item"], hit["breakdown"]
         lines.append(
@@ -131,7 +151,9 @@ def _item_text(data: dict, *, verb: str | None = None) -> str:
     if data["references"]:
         lines.append(f"files: {', '.join(data['references'])}")
     if data["is_proposal"]:
-        lines.append("marked as a proposal (TODO:/WISH:/… prefix): it ranks 30 % lower than a fact")
+        lines.append(
+            f"marked as a proposal ({MARKERS_SHORT} prefix): it ranks {1 - PROPOSAL_PENALTY:.0%} lower than a fact"
+        )
     if data["is_pending"]:
         lines.append("embedding pending: it becomes searchable once the model has embedded it")
     lines.append(f"updated {data['updated_at']}")
@@ -265,7 +287,7 @@ def _task_fields(
     }
     if assignee is not None:
         # The REST API's rule: a username, resolved to a user; the service checks membership.
-        fields["assignee"] = resolve_assignee({"assignee": assignee or None})["assignee"]
+        fields["assignee"] = task_selectors.with_assignee({"assignee": assignee or None})["assignee"]
     if due_date is not None:
         fields["due_date"] = due_date or None
     return fields

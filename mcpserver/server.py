@@ -23,17 +23,25 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf_exceptions
 
-from accounts.api import PROJECT_REQUIRED
 from contextforge.api import ApplicationError
+from contextforge.api.access import PROJECT_REQUIRED
 from knowledge import embeddings
-from knowledge.api.views import SEARCH_UNAVAILABLE
+from knowledge.models import TEST_TAG
+from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
+from knowledge.selectors import SEARCH_UNAVAILABLE
 from mcpserver import operations
 from mcpserver.access import Caller
 from mcpserver.operations import (
     ACTIVITY_COMMITS,
     ACTIVITY_FILES,
     ACTIVITY_FILES_PER_COMMIT,
+    FORMULA,
+    GIT_RULE,
+    MARKERS,
+    MARKERS_SHORT,
     NEAR_DUPLICATE_COSINE,
+    PROPOSAL_RULE,
+    RECENCY_RULE,
 )
 from tasks.models import Priority, Status
 
@@ -45,7 +53,7 @@ INSTRUCTIONS = (
     "Call memory_query before answering questions about this codebase or repeating past work; "
     "save durable facts with memory_ingest, and when it warns of a near-duplicate, update that "
     "item (memory_update) instead of keeping a copy. Wishes and TODOs belong in tasks, not memory: "
-    "record work with task_create, and move a TODO:/WISH: item you find in memory with wish_to_task. "
+    f"record work with task_create, and move a {MARKERS_SHORT} item you find in memory with wish_to_task. "
     "Ask task_next what to work on, mark it in_progress and later done with task_update. Call "
     "repo_activity to see which files and commits changed recently in the project's repositories."
 )
@@ -67,7 +75,7 @@ class Item(BaseModel):
     content: str
     tags: list[str]
     references: list[str] = Field(description="Repository file paths the text mentions.")
-    is_proposal: bool = Field(description="Starts with TODO:, FIXME:, WISH:, XXX:, HACK: or IDEA:.")
+    is_proposal: bool = Field(description=f"Starts with {MARKERS}.")
     is_pending: bool = Field(description="True until the item has an embedding (not yet searchable).")
     created_at: str
     updated_at: str
@@ -75,16 +83,14 @@ class Item(BaseModel):
 
 class Breakdown(BaseModel):
     cosine: float = Field(description="Semantic similarity of the query and the item.")
-    recency: float = Field(description="0.5 ** (age_days / 60) on updated_at; worth up to +15 %.")
-    git: float = Field(
-        description="Share of the item's file references touched by commits in the last 30 days; up to +20 %."
-    )
-    proposal_penalty: float = Field(description="0.7 for a TODO:/WISH:/… proposal, else 1.0.")
+    recency: float = Field(description=RECENCY_RULE.capitalize() + ".")
+    git: float = Field(description=GIT_RULE.capitalize() + ".")
+    proposal_penalty: float = Field(description=PROPOSAL_RULE.capitalize() + ".")
 
 
 class Hit(BaseModel):
     rank: int
-    score: float = Field(description="min(1, (cos + cos*0.15*recency + cos*0.20*git) * proposal_penalty)")
+    score: float = Field(description=FORMULA)
     breakdown: Breakdown
     live_references: list[str] = Field(description="The item's file references touched recently.")
     item: Item
@@ -315,9 +321,10 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             "Search the team's memory (decisions, conventions, how-tos, gotchas) for what is relevant to "
             "a question or task. Call it before answering questions about this codebase or its history. "
             "Returns the best items first, each with its score and its breakdown: cosine (semantic "
-            "similarity), recency (fresh items get up to +15 %), git (items whose referenced files were "
-            "committed in the last 30 days get up to +20 %) and proposal_penalty (TODO:/WISH:/… items "
-            "score x0.7). Items tagged 'test' are left out unless tags includes 'test'."
+            f"similarity), recency (fresh items get up to +{RECENCY_WEIGHT:.0%}), git (items whose referenced "
+            f"files were committed in the last {GIT_WINDOW_DAYS} days get up to +{GIT_WEIGHT:.0%}) and "
+            f"proposal_penalty ({MARKERS_SHORT} items score x{PROPOSAL_PENALTY:g}). Items tagged "
+            f"'{TEST_TAG}' are left out unless tags includes '{TEST_TAG}'."
         ),
     )
     async def memory_query(
@@ -515,8 +522,8 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         title="Move a wish from memory to tasks",
         annotations=WRITE,
         description=(
-            "Move a memory item that is a wish or TODO (its title or text starts with TODO:, FIXME:, "
-            "WISH:, XXX:, HACK: or IDEA:; is_proposal in memory results) out of memory into a new pending "
+            "Move a memory item that is a wish or TODO (its title or text starts with "
+            f"{MARKERS}; is_proposal in memory results) out of memory into a new pending "
             "task: the title without the marker, the content as description, the same tags. The item then "
             "leaves memory_query results; the task links back to it. Needs the 'write' scope."
         ),

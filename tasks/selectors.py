@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from knowledge.models import KnowledgeItem
 from tasks.models import Status, Task
+from tasks.services import ASSIGNEE_NOT_MEMBER
 
 
 def tasks_for(
@@ -58,3 +60,14 @@ def wishes_for(*, projects) -> QuerySet[KnowledgeItem]:
         .select_related("project")
         .without_embedding()
     )
+
+
+def with_assignee(data: dict) -> dict:
+    """``data`` with its ``assignee`` (a username) replaced by that user; an unknown name is an error on
+    the field (the services check that the user is a member of the project)."""
+    if data.get("assignee") is not None:
+        user = get_user_model().objects.filter(username=data["assignee"]).first()
+        if user is None:
+            raise ValidationError({"assignee": ASSIGNEE_NOT_MEMBER})
+        data["assignee"] = user
+    return data

@@ -12,9 +12,9 @@ from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Membership, Project
+from contextforge.text import NUL_CHARACTER
 from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
-from knowledge.services import NUL_CHARACTER
 from knowledge.text import without_marker
 from tasks.models import Comment, Priority, Status, Task
 

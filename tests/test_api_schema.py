@@ -8,6 +8,7 @@ from django.core import signals
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -45,3 +46,31 @@ def test_the_api_never_answers_5xx_and_matches_its_schema(case, auth_header):
     # The checks the contract names: no 5xx, and status, content type and body as documented. Not
     # "schema-valid request accepted": a well-formed slug of a project that does not exist is a 400.
     case.call_and_validate(headers=auth_header, checks=CHECKS)
+
+
+# What generation from the schema never reaches: integers past PostgreSQL's bigint, and JSON nested far
+# past the decoder's recursion limit.
+BEYOND_BIGINT = st.one_of(
+    st.integers(min_value=2**63, max_value=2**80), st.integers(min_value=-(2**80), max_value=-(2**63) - 1)
+)
+DEEP_JSON = st.tuples(st.sampled_from([(b"[", b"]"), (b'{"a":', b"}")]), st.integers(1_000, 50_000)).map(
+    lambda shape: shape[0][0] * shape[1] + (b"1" if shape[0][0] != b"[" else b"") + shape[0][1] * shape[1]
+)
+
+
+def _integer_parameters(parameters) -> list[str]:
+    return [p.name for p in parameters if p.definition.get("schema", {}).get("type") == "integer"]
+
+
+@schema.parametrize()
+@schema.given(huge=BEYOND_BIGINT, deep=DEEP_JSON)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+def test_integers_beyond_bigint_and_json_nested_deep_are_never_a_5xx(case, huge, deep, auth_header):
+    operation = case.operation
+    for name in _integer_parameters(operation.path_parameters):
+        case.path_parameters[name] = huge
+    for name in _integer_parameters(operation.query):
+        case.query = {**(case.query or {}), name: huge}
+    if operation.body:
+        case.body = deep
+    case.call_and_validate(headers=auth_header, checks=[not_a_server_error, status_code_conformance])

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from contextforge.api.fields import StrictCharField
+from contextforge.api.validation import InputSerializer
 from gitsync.models import Repository
-from knowledge.api.serializers import StrictCharField
 
 
 class RepositoryOutputSerializer(serializers.ModelSerializer):
@@ -41,7 +42,7 @@ class RepositoryOutputSerializer(serializers.ModelSerializer):
 CREDENTIAL_HELP = "user:token or a token for an https remote (also read from the URL); never shown back."
 
 
-class RepositoryCreateInputSerializer(serializers.Serializer):
+class RepositoryCreateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200)
     url = StrictCharField(max_length=1000)
     credential = StrictCharField(max_length=1000, required=False, allow_blank=True, help_text=CREDENTIAL_HELP)
@@ -50,7 +51,7 @@ class RepositoryCreateInputSerializer(serializers.Serializer):
     project = serializers.SlugField(required=False)
 
 
-class RepositoryUpdateInputSerializer(serializers.Serializer):
+class RepositoryUpdateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200, required=False)
     url = StrictCharField(max_length=1000, required=False)
     credential = StrictCharField(max_length=1000, required=False, allow_blank=True, help_text=CREDENTIAL_HELP)

@@ -12,19 +12,22 @@ from rest_framework import permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.api import request_project, request_projects
 from contextforge.api import ApplicationError
+from contextforge.api.access import request_project, request_projects
+from contextforge.api.parsers import RawBodyParser
+from contextforge.api.validation import validated
 from gitsync import selectors, services
 from gitsync.api import serializers as s
 from gitsync.models import Repository, WebhookDelivery
 from gitsync.tasks import queue_sync
-from knowledge.api.views import RawBodyParser, _valid
 
 NAME_TAKEN = _("The project has a repository of that name already.")
 BAD_SIGNATURE = _("The webhook signature does not match.")
 REPLAYED = _("This delivery was received already.")
 # Where GitHub and GitLab put the id of a delivery (the same id when a delivery is sent again).
 DELIVERY_HEADERS = ("X-GitHub-Delivery", "X-Gitlab-Event-UUID")
+# Anyone may post to a webhook: no more than this is read before the signature is checked.
+WEBHOOK_MAX_BYTES = 1024 * 1024
 
 
 def _queue_sync(repository: Repository) -> str:
@@ -59,7 +62,7 @@ class RepositoryListCreateApi(APIView):
         responses={201: s.RepositoryWebhookSecretSerializer},
     )
     def post(self, request):
-        data = _valid(s.RepositoryCreateInputSerializer, request.data)
+        data = validated(s.RepositoryCreateInputSerializer, request.data)
         project = request_project(request, data.pop("project", None), "admin")
         try:
             repository = services.repository_create(project=project, **data)
@@ -86,7 +89,7 @@ class RepositoryDetailApi(APIView):
     )
     def patch(self, request, pk: int):
         repository = self.get_object(pk)
-        data = _valid(s.RepositoryUpdateInputSerializer, request.data)
+        data = validated(s.RepositoryUpdateInputSerializer, request.data)
         try:
             services.repository_update(repository=repository, **data)
         except IntegrityError:
@@ -126,13 +129,20 @@ def signature_valid(repository: Repository, body: bytes, headers) -> bool:
     return False
 
 
+class WebhookBodyParser(RawBodyParser):
+    """A push event's raw body, which its signature covers."""
+
+    def max_bytes(self) -> int:
+        return WEBHOOK_MAX_BYTES
+
+
 class RepositoryWebhookApi(APIView):
     """A push event from the forge: signed with the repository's secret, it queues a sync (one waiting
     sync per repository at most); a delivery id seen within services.REPLAY_WINDOW is refused."""
 
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
-    parser_classes = [RawBodyParser]
+    parser_classes = [WebhookBodyParser]
 
     @extend_schema(
         operation_id="repositories_webhook",

@@ -7,21 +7,21 @@ from django.http import StreamingHttpResponse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import parsers, serializers, status
+from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.api import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
+from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
+from contextforge.api.parsers import RawBodyParser
+from contextforge.api.validation import validated
 from knowledge import embeddings, selectors, services
 from knowledge.api import serializers as s
 from knowledge.ranking import SearchFilters, search
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
-IMPORT_TOO_LARGE = _("The import body is larger than {max} bytes.")
-SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 
 COMMON_ERRORS = {400: FIELD_ERRORS, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
 
@@ -51,7 +51,7 @@ class ItemListCreateApi(GenericAPIView):
         responses={201: s.ItemOutputSerializer, **COMMON_ERRORS},
     )
     def post(self, request):
-        data = _valid(s.ItemCreateInputSerializer, request.data)
+        data = validated(s.ItemCreateInputSerializer, request.data)
         project = request_project(request, data.get("project"), "write")
         item = services.item_create(
             project=project,
@@ -81,7 +81,7 @@ class ItemDetailApi(APIView):
     def patch(self, request, pk: int):
         item = self.get_object(pk)
         ensure_may(request, item.project, "write")
-        data = _valid(s.ItemUpdateInputSerializer, request.data)
+        data = validated(s.ItemUpdateInputSerializer, request.data)
         item = services.item_update(item=item, **data)
         return Response(s.ItemOutputSerializer(item).data)
 
@@ -105,7 +105,7 @@ class SearchApi(APIView):
         description="Items ranked by relevance and trust (see the ranking spec); each hit carries its breakdown.",
     )
     def post(self, request):
-        data = _valid(s.SearchInputSerializer, request.data)
+        data = validated(s.SearchInputSerializer, request.data)
         if not data["query"].strip():
             raise ApplicationError(_("The query must not be blank."), field="query")
         projects = projects_named(request, data.get("project"))
@@ -113,7 +113,7 @@ class SearchApi(APIView):
         try:
             result = search(projects=projects, query=data["query"], filters=filters, limit=data["limit"])
         except embeddings.EmbeddingUnavailable:
-            raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
+            raise ApplicationError(selectors.SEARCH_UNAVAILABLE, status_code=503) from None
         items = s.ItemOutputSerializer([hit.item for hit in result.hits], many=True).data  # fields built once
         body = {
             "results": [
@@ -131,22 +131,16 @@ class SearchApi(APIView):
         return Response(body)
 
 
-class RawBodyParser(parsers.BaseParser):
-    """Hands the view the raw body: an import is a JSON array or JSON Lines, read line by line."""
+class ImportBodyParser(RawBodyParser):
+    """An import is a JSON array or JSON Lines that the import service reads line by line."""
 
-    media_type = "*/*"
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.CONTEXTFORGE_MAX_IMPORT_BYTES
-        body = stream.read(limit + 1) if stream is not None else b""
-        if len(body) > limit:
-            raise ApplicationError(IMPORT_TOO_LARGE.format(max=limit), field="body", status_code=413)
-        return body
+    def max_bytes(self) -> int:
+        return settings.CONTEXTFORGE_MAX_IMPORT_BYTES
 
 
 class ItemImportApi(APIView):
     required_scope = "admin"
-    parser_classes = [RawBodyParser]
+    parser_classes = [ImportBodyParser]
 
     @extend_schema(
         operation_id="items_import",
@@ -202,11 +196,3 @@ class ItemExportApi(APIView):
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="contextforge-items.jsonl"'
         return response
-
-
-def _valid(serializer_class, data) -> dict:
-    if not isinstance(data, dict):
-        raise ApplicationError(_("The body must be a JSON object."), field="body")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data

@@ -1,10 +1,10 @@
-"""A process's own copy of large projects' searchable items, for an exact ranking in milliseconds.
+"""A process's own copy of large projects' searchable items, for an exact ranking.
 
 Why not HNSW: the formula lets an item with a lower cosine outrank one with a higher cosine, so the
 stream must read candidates well past the k nearest (down to ``kth final / ceiling``), and HNSW's deep
 candidate lists miss items on text-like embeddings, while an exact scan of the project in PostgreSQL
 reads every row. A matrix product over the same vectors in memory is exact and several times faster
-(README, Benchmarks).
+(bench/ and the README hold the figures).
 
 Candidates are ordered by the cosine of half-precision copies of the vectors, selected a chunk at a
 time by ``torch.topk`` (faster than numpy's argpartition), and each chunk is rescored from the

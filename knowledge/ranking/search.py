@@ -31,7 +31,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Project
 from gitsync.selectors import live_since, repository_files, synced_repositories
-from knowledge import embeddings, selectors
+from knowledge import embeddings
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
@@ -136,8 +136,7 @@ def _window_start(now: datetime) -> float:
 
 def _projects(projects) -> dict[int, Project]:
     """``projects`` (ids, Projects or a QuerySet of them) by id, read once: every query of the search
-    then names their ids, cheaper than a subquery of memberships per query, and each hit takes its
-    project from here instead of a join."""
+    then names their ids instead of repeating a subquery of memberships."""
     if hasattr(projects, "values_list"):
         projects = list(projects)
     ids = [p for p in projects if isinstance(p, int)]
@@ -156,7 +155,10 @@ def _period() -> int:
 
 @lru_cache(maxsize=1)
 def _table_estimate(period: int) -> float:
-    """PostgreSQL's own estimate of the items table's rows (-1 before its first ANALYZE)."""
+    """PostgreSQL's own estimate of the items table's rows (-1 before its first ANALYZE).
+
+    Raw SQL: the estimate is in PostgreSQL's catalog, which no model maps, and a count would read the
+    whole table."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [KnowledgeItem._meta.db_table]
@@ -290,7 +292,7 @@ def search(
     filters = filters or SearchFilters()
     now = now or timezone.now()
     # What needs no query vector is read before the model runs: the model sweeps the CPU's caches, and
-    # the Python code right after it runs about twice as slowly (measured in the notes of issue 2).
+    # the Python code right after it runs slower (bench/search.py).
     projects = _projects(projects)
     project_ids = tuple(projects)
     scope = KnowledgeItem.objects.in_projects(project_ids)
@@ -315,7 +317,10 @@ def search(
             ranked, items = [], {}
             break
         ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
-        items = selectors.items_by_id([item_id for _row, item_id in ranked], projects=projects)
+        # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
+        items = scope.without_embedding().order_by().in_bulk([item_id for _row, item_id in ranked])
+        for item in items.values():
+            item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
         if not missing or strategy != MATRIX:
             break

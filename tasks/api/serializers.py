@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from knowledge.api.serializers import StrictCharField, _tags_field
+from contextforge.api.fields import StrictCharField, tags_field
+from contextforge.api.validation import InputSerializer
 from tasks.models import Comment, Priority, Status, Task
 
 
@@ -39,7 +40,7 @@ class TaskOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TaskUpdateInputSerializer(serializers.Serializer):
+class TaskUpdateInputSerializer(InputSerializer):
     title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
     description = StrictCharField(
         max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH,
@@ -56,7 +57,7 @@ class TaskUpdateInputSerializer(serializers.Serializer):
         help_text="Username of a project member; null to unassign.",
     )
     due_date = serializers.DateField(allow_null=True, required=False)
-    tags = _tags_field(required=False)
+    tags = tags_field(required=False)
 
 
 class TaskCreateInputSerializer(TaskUpdateInputSerializer):
@@ -75,7 +76,7 @@ class CommentOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class CommentInputSerializer(serializers.Serializer):
+class CommentInputSerializer(InputSerializer):
     text = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH)
 
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -8,10 +7,10 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.api import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
+from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
+from contextforge.api.validation import validated
 from knowledge import selectors as knowledge_selectors
-from knowledge.api.views import _valid
 from tasks import selectors, services
 from tasks.api import serializers as s
 from tasks.models import Priority, Status, Task
@@ -25,16 +24,6 @@ def _task(request, pk: int, scope: str = "read") -> Task:
     if scope != "read":
         ensure_may(request, task.project, scope)
     return task
-
-
-def with_assignee(data: dict) -> dict:
-    """The input with ``assignee`` (a username) resolved to a user; an unknown name is a 400 on the field."""
-    if data.get("assignee") is not None:
-        user = get_user_model().objects.filter(username=data["assignee"]).first()
-        if user is None:
-            raise ApplicationError(services.ASSIGNEE_NOT_MEMBER, field="assignee")
-        data["assignee"] = user
-    return data
 
 
 def _choice(request, field: str, choices) -> str | None:
@@ -75,7 +64,7 @@ class TaskListCreateApi(GenericAPIView):
         responses={201: s.TaskOutputSerializer},
     )
     def post(self, request):
-        data = with_assignee(_valid(s.TaskCreateInputSerializer, request.data))
+        data = selectors.with_assignee(validated(s.TaskCreateInputSerializer, request.data))
         project = request_project(request, data.pop("project", None), "write")
         task = services.task_create(project=project, created_by=request.user, **data)
         return Response(s.TaskOutputSerializer(task).data, status=status.HTTP_201_CREATED)
@@ -93,7 +82,7 @@ class TaskDetailApi(APIView):
     )
     def patch(self, request, pk: int):
         task = _task(request, pk, "write")
-        data = with_assignee(_valid(s.TaskUpdateInputSerializer, request.data))
+        data = selectors.with_assignee(validated(s.TaskUpdateInputSerializer, request.data))
         return Response(s.TaskOutputSerializer(services.task_update(task=task, **data)).data)
 
     @extend_schema(
@@ -142,7 +131,7 @@ class TaskCommentsApi(APIView):
     )
     def post(self, request, pk: int):
         task = _task(request, pk, "write")
-        data = _valid(s.CommentInputSerializer, request.data)
+        data = validated(s.CommentInputSerializer, request.data)
         comment = services.comment_create(task=task, author=request.user, text=data["text"])
         return Response(s.CommentOutputSerializer(comment).data, status=status.HTTP_201_CREATED)
 

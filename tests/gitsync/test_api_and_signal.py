@@ -45,6 +45,19 @@ def test_an_admin_key_connects_a_repository_and_bad_sources_get_a_400(cast, sour
 
 
 @pytest.mark.django_db
+def test_repository_input_with_an_unknown_field_is_refused_naming_it(cast, source):
+    client = api_client_for(cast.owner, project=cast.project)
+    response = client.post(
+        "/api/v1/repositories/", {"name": "app", "url": str(source.path), "branche": "main"}, format="json"
+    )
+    assert response.status_code == 400 and "branche" in response.json()
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    response = client.patch(f"/api/v1/repositories/{repository.pk}/", {"enable": False}, format="json")
+    assert response.status_code == 400 and "enable" in response.json()
+    assert Repository.objects.get(pk=repository.pk).enabled
+
+
+@pytest.mark.django_db
 def test_repositories_need_the_admin_scope_and_role(cast, source):
     assert (
         api_client_for(cast.owner, scopes=["read", "write"]).get("/api/v1/repositories/").status_code == 403
@@ -95,6 +108,25 @@ def test_a_signed_push_webhook_queues_a_sync_and_a_bad_signature_queues_nothing(
             _push(client, repository, body, HTTP_X_GITLAB_TOKEN=repository.webhook_secret).status_code == 202
         )
         assert wait_for(lambda: Commit.objects.filter(repository=repository).count() == 4)
+
+
+@pytest.mark.django_db
+def test_a_webhook_reads_at_most_a_megabyte_before_checking_the_signature(cast, source, celery_broker):
+    from gitsync.api.views import WEBHOOK_MAX_BYTES
+
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    client = APIClient()
+
+    def signed(body: bytes) -> str:
+        return "sha256=" + hmac.new(repository.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
+
+    event = json.dumps({"ref": "refs/heads/main"}).encode()
+    largest = event + b" " * (WEBHOOK_MAX_BYTES - len(event))
+    assert _push(client, repository, largest, HTTP_X_HUB_SIGNATURE_256=signed(largest)).status_code == 202
+    too_large = largest + b" "
+    response = _push(client, repository, too_large, HTTP_X_HUB_SIGNATURE_256=signed(too_large))
+    assert response.status_code == 413 and "body" in response.json()
+    assert _push(client, repository, too_large, HTTP_X_GITLAB_TOKEN="wrong").status_code == 413
 
 
 @pytest.mark.django_db

@@ -42,55 +42,20 @@ def test_create_returns_the_item_with_its_derived_fields(owner_api):
     assert KnowledgeItem.objects.get(pk=body["id"]).embedding is not None
 
 
-def test_the_written_out_item_representation_is_the_one_drf_builds_from_the_fields(cast):
-    from rest_framework import serializers
-
-    from knowledge.api.serializers import ItemOutputSerializer
-
-    make_item(cast.project, "TODO: split app/views.py", "see ./app/views.py:10", tags=["web", "ops"])
-    make_item(
-        cast.project, "Plain", "no references", created_at=datetime(2024, 2, 29, 23, 59, 59, 123456, UTC)
+def test_a_search_hit_carries_the_item_exactly_as_the_items_endpoint_shows_it(cast, owner_api):
+    first = make_item(cast.project, "TODO: split app/views.py", "see ./app/views.py:10", tags=["web", "ops"])
+    second = make_item(
+        cast.project,
+        "Views",
+        "app/views.py is long",
+        created_at=datetime(2024, 2, 29, 23, 59, 59, 123456, UTC),
     )
-    KnowledgeItem.objects.filter(title="Plain").update(embedding=None)  # pending
-    items = list(KnowledgeItem.objects.select_related("project").without_embedding()) + list(
-        KnowledgeItem.objects.all()  # is_pending read from the vector itself
-    )
-    serializer = ItemOutputSerializer()
-    for item in items:
-        written = serializer.to_representation(item)
-        assert written == serializers.ModelSerializer.to_representation(serializer, item)
-        assert list(written) == ItemOutputSerializer.Meta.fields
-    assert {serializer.to_representation(i)["is_pending"] for i in items} == {True, False}
-
-
-def test_the_hits_statement_reads_what_items_for_reads(cast):
-    """items_by_id (one statement, every search's hits) and items_for(...).in_bulk agree: archived items
-    and other projects' items left out, pending ones flagged, each with its project, no vector loaded."""
-    from django.utils import timezone
-
-    from knowledge import selectors
-
-    kept = make_item(cast.project, "Kept", "a plain note")
-    pending = make_item(cast.project, "Pending", "not embedded yet")
-    archived = make_item(cast.project, "Archived", "moved to tasks")
-    elsewhere = make_item(cast.other_project, "Elsewhere", "another team's note")
-    KnowledgeItem.objects.filter(pk=pending.pk).update(embedding=None)
-    KnowledgeItem.objects.filter(pk=archived.pk).update(archived_at=timezone.now())
-    ids = [kept.pk, pending.pk, archived.pk, elsewhere.pk, 10**9]
-    read = selectors.items_by_id(ids, projects={cast.project.pk: cast.project})
-    expected = selectors.items_for(projects=[cast.project]).in_bulk(ids)
-    assert sorted(read) == sorted(expected) == sorted([kept.pk, pending.pk])
-    for pk, item in read.items():
-        assert item.project is cast.project
-        assert (item.title, item.tags, item.references, item.updated_at, item.is_pending) == (
-            expected[pk].title,
-            expected[pk].tags,
-            expected[pk].references,
-            expected[pk].updated_at,
-            expected[pk].is_pending,
-        )
-        assert "embedding" in item.get_deferred_fields()
-    assert read[pending.pk].is_pending and not read[kept.pk].is_pending
+    response = owner_api.post("/api/v1/search/", {"query": "split the views module"}, format="json")
+    assert response.status_code == 200
+    hits = {hit["item"]["id"]: hit["item"] for hit in response.json()["results"]}
+    assert set(hits) == {first.pk, second.pk}
+    for pk, item in hits.items():
+        assert item == owner_api.get(f"/api/v1/items/{pk}/").json()
 
 
 def test_updating_the_content_re_embeds_and_bumps_updated_at(cast, owner_api):

@@ -189,3 +189,18 @@ def test_the_same_port_serves_the_rest_of_the_app(http_server, cast):
     secret = new_key(cast.member, project=cast.project)
     items = httpx2.get(f"{http_server}/api/v1/items/", headers={"Authorization": f"Bearer {secret}"})
     assert items.status_code == 200
+
+
+def test_json_nested_fifty_thousand_deep_or_ten_megabytes_long_is_refused_without_a_5xx(http_server, cast):
+    headers = HEADERS | {"Authorization": f"Bearer {new_key(cast.owner)}"}
+    deep = b"[" * 50_000 + b"]" * 50_000
+    inside = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b'{"a":' * 50_000 + b"1"
+    inside += b"}" * 50_000 + b"}"
+    for body in (
+        deep,
+        inside,
+        b'{"jsonrpc": "2.0", "id": 1, "method": "' + b"x" * (10 * 1024 * 1024) + b'"}',
+    ):
+        response = httpx2.post(f"{http_server}/mcp", content=body, headers=headers, timeout=60)
+        assert 400 <= response.status_code < 500, (response.status_code, response.text[:200])
+    assert httpx2.post(f"{http_server}/mcp", json=INITIALIZE, headers=headers).status_code == 200

@@ -1,7 +1,10 @@
-"""One DRF exception handler: every error is JSON that names what was wrong."""
+"""One DRF exception handler, and Django's error handlers under /api/: every error is JSON that names
+what was wrong."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from django.utils.translation import gettext as _
@@ -9,17 +12,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-
-class ApplicationError(Exception):
-    """A domain error with a message meant for the caller, and optionally the field it concerns."""
-
-    def __init__(self, message: str, *, field: str | None = None, status_code: int = 400):
-        # Translated now, in the language of the request that raised it (a constant may be lazy).
-        message = str(message)
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        self.status_code = status_code
+from contextforge.api.exceptions import ApplicationError
+from contextforge.api.parsers import BODY_TOO_LARGE
 
 
 def exception_handler(exc, context):
@@ -29,6 +23,11 @@ def exception_handler(exc, context):
     elif isinstance(exc, ApplicationError):
         body = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
         return Response(body, status=exc.status_code)
+    elif isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"body": [BODY_TOO_LARGE.format(max=limit)]}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        )
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     response = drf_exception_handler(exc, context)

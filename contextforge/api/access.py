@@ -9,8 +9,8 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 
 from accounts.models import Project, Scope
-from accounts.selectors import project_list_for, projects_for
-from contextforge.api import ApplicationError
+from accounts.selectors import projects_for
+from contextforge.api.exceptions import ApplicationError
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 PROJECT_UNKNOWN = _("No project '{slug}' that this key may {scope} in.")
@@ -56,9 +56,7 @@ def projects_named(request, slug: str | None, scope: str = "read"):
     project the request reaches: what a ``?project=`` filter or a body's ``project`` narrows to."""
     if slug:
         return [request_project(request, slug, scope)]
-    if getattr(request, "admin_action", False):
-        return list(request_projects(request, scope))
-    return project_list_for(user=request.user, scope=scope, api_key=request.auth)
+    return list(request_projects(request, scope))
 
 
 def ensure_may(request, project: Project, scope: str) -> None:
