@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -194,9 +195,11 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Celery: with no CELERY_BROKER_URL, kombu's filesystem transport in the data directory (no server).
+# Celery: with no CELERY_BROKER_URL, kombu's filesystem transport in the data directory (no server), with
+# atomic writes (contextforge/broker.py).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT = "contextforge.broker:Transport"
     _queue_dir = DATA_DIR / "broker"
     for sub in ("queue", "processed", "control"):
         (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -210,6 +213,15 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
     raise ImproperlyConfigured(f"CELERY_BROKER_URL has an unsupported scheme: {CELERY_BROKER_URL!r}")
+# A queue for repository syncs and one for everything else, a worker each: a slow or silent git remote
+# never keeps pending items from being embedded.
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in ("default", "git")]
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"gitsync.tasks.*": {"queue": "git"}}
+# No task runs unbounded: past the soft limit it is told to stop (SoftTimeLimitExceeded), a minute later
+# its process is killed and replaced.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CONTEXTFORGE_TASK_TIME_LIMIT_S", 1800, minimum=1)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -232,6 +244,11 @@ CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, mini
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)
+# Every git command is killed past this many seconds; over https git also gives up on a transfer that
+# stays below LOW_SPEED_LIMIT bytes/s for LOW_SPEED_TIME_S seconds.
+CONTEXTFORGE_GIT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_TIMEOUT_S", 300, minimum=1)
+CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = env_int("CONTEXTFORGE_GIT_LOW_SPEED_LIMIT", 1000, minimum=1)
+CONTEXTFORGE_GIT_LOW_SPEED_TIME_S = env_int("CONTEXTFORGE_GIT_LOW_SPEED_TIME_S", 60, minimum=1)
 CONTEXTFORGE_GIT_LIVE_DAYS = 30
 CONTEXTFORGE_PENDING_EMBED_MINUTES = env_int("CONTEXTFORGE_PENDING_EMBED_MINUTES", 5, minimum=1)
 

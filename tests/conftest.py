@@ -102,8 +102,8 @@ def celery_broker(request):
     from contextforge.celery import app as celery_app
 
     url = getattr(request, "param", "memory://")
-    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport_options")}
-    celery_app.conf.update(broker_url=url, broker_transport_options={})
+    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport", "broker_transport_options")}
+    celery_app.conf.update(broker_url=url, broker_transport=None, broker_transport_options={})
     _reset_celery_connections()
     yield url
     celery_app.conf.update(saved)
