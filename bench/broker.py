@@ -22,21 +22,13 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-POLLING_INTERVAL = 0.2  # what settings give the filesystem transport
 QUIET_S = 10.0  # no message for this long after the writers are done: the rest are lost
 
 
 def filesystem_options(folder: Path) -> dict:
-    for sub in ("queue", "processed", "control"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    return {
-        "data_folder_in": str(folder / "queue"),
-        "data_folder_out": str(folder / "queue"),
-        "processed_folder": str(folder / "processed"),
-        "control_folder": str(folder / "control"),
-        "store_processed": False,
-        "polling_interval": POLLING_INTERVAL,
-    }
+    from contextforge.broker import transport_options
+
+    return transport_options(folder)  # as settings give them
 
 
 def connection(spec: dict):
@@ -148,7 +140,7 @@ def transports(folder: Path) -> dict[str, dict]:
         "filesystem (kombu)": {"url": "filesystem://", "options": filesystem_options(folder / "kombu")},
         "filesystem (contextforge.broker)": {
             "url": "filesystem://",
-            "transport": "contextforge.broker:Transport",
+            "transport": "contextforge.broker:Transport",  # what settings name for filesystem://
             "options": filesystem_options(folder / "contextforge"),
         },
     }

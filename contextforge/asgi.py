@@ -6,6 +6,7 @@ import os
 import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
+os.environ.setdefault("CONTEXTFORGE_DB_POOL", "true")  # see DATABASES in settings
 django.setup()
 
 from mcpserver.http import build_application  # noqa: E402  (needs Django set up)

@@ -17,6 +17,7 @@ import tempfile
 import time
 import uuid
 from contextlib import suppress
+from pathlib import Path
 from queue import Empty
 
 from kombu.exceptions import ChannelError
@@ -28,6 +29,25 @@ logger = logging.getLogger(__name__)
 
 # A file still unreadable after this long was not being written: it is set aside, not retried.
 UNREADABLE_GRACE_S = 60.0
+TRANSPORT = "contextforge.broker:Transport"
+
+
+def transport_options(folder: Path, *, polling_interval: float = 0.05) -> dict:
+    """The transport's options for a broker kept in ``folder`` (made if missing). Claimed messages are
+    moved within ``folder``, so a claim is a rename on one file system.
+
+    A worker that takes one message at a time (prefetch 1, late acks) polls again only after
+    ``polling_interval``, so it also bounds how many messages a second a worker takes."""
+    for sub in ("queue", "processed", "control"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "processed_folder": str(folder / "processed"),
+        "control_folder": str(folder / "control"),
+        "store_processed": False,
+        "polling_interval": polling_interval,
+    }
 
 
 class Channel(filesystem.Channel):

@@ -139,6 +139,16 @@ else:
 
     DATABASES = {"default": dj_database_url.parse(ensure_embedded_database(DATA_DIR), conn_max_age=60)}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Under ASGI (contextforge/asgi.py turns this on) Django runs each request in a thread of its own, so a
+# connection kept per thread would never be reused and would pile up: the web server's requests share a
+# pool instead. Other processes keep one persistent connection per thread.
+if env_bool("CONTEXTFORGE_DB_POOL", False):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("CONTEXTFORGE_DB_POOL_SIZE", 20, minimum=1),
+        "timeout": 30,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -199,18 +209,10 @@ SPECTACULAR_SETTINGS = {
 # atomic writes (contextforge/broker.py).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    CELERY_BROKER_TRANSPORT = "contextforge.broker:Transport"
-    _queue_dir = DATA_DIR / "broker"
-    for sub in ("queue", "processed", "control"):
-        (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_queue_dir / "queue"),
-        "data_folder_out": str(_queue_dir / "queue"),
-        "processed_folder": str(_queue_dir / "processed"),
-        "control_folder": str(_queue_dir / "control"),
-        "store_processed": False,
-        "polling_interval": 0.2,
-    }
+    from contextforge import broker
+
+    CELERY_BROKER_TRANSPORT = broker.TRANSPORT
+    CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(DATA_DIR / "broker")
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
     raise ImproperlyConfigured(f"CELERY_BROKER_URL has an unsupported scheme: {CELERY_BROKER_URL!r}")
 # A queue for repository syncs and one for everything else, a worker each: a slow or silent git remote

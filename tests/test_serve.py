@@ -13,12 +13,24 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from django.db import connection
 
+from contextforge import broker
+from contextforge.celery import app as celery_app
+from gitsync import services as git_services
+from gitsync.models import Repository
+from knowledge import services as knowledge_services
+from knowledge.models import KnowledgeItem
+from tests.conftest import _reset_celery_connections
 from tests.mcpserver.conftest import TOOLS, _free_port, child_env, http_client, new_key, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The soak's item writes: CONTEXTFORGE_SOAK_ITEMS=2000 for the full run (a few minutes on two cores).
+SOAK_ITEMS = int(os.environ.get("CONTEXTFORGE_SOAK_ITEMS", "64"))
+SOAK_WRITERS = 16
+SOAK_FAILING_SYNCS = 20
 
 
 def children_of(pid: int) -> dict[int, str]:
@@ -97,7 +109,12 @@ def stop_serve(served: Served) -> None:
 
 @pytest.fixture(scope="module")
 def served(django_db_setup, tmp_path_factory):
-    served = start_serve(tmp_path_factory.mktemp("serve"))
+    # Beat's sweeps would find pending items and sync repositories on their own and hide a lost message.
+    served = start_serve(
+        tmp_path_factory.mktemp("serve"),
+        CONTEXTFORGE_PENDING_EMBED_MINUTES="100000",
+        CONTEXTFORGE_GIT_SYNC_MINUTES="100000",
+    )
     yield served
     stop_serve(served)
     stray = [pid for pid in _group(served.process.pid)]
@@ -165,3 +182,99 @@ def test_a_child_that_dies_is_restarted_and_the_web_keeps_answering(served, cast
     assert failures == []
     log = served.log.read_text()
     assert f"worker-git (pid {killed}) exited with code -9; restarting it in" in log
+
+
+@pytest.fixture
+def served_broker(served):
+    """This process's Celery app sends to the broker of ``served`` (its data directory's queue folder)."""
+    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport", "broker_transport_options")}
+    celery_app.conf.update(
+        broker_url="filesystem://",
+        broker_transport=broker.TRANSPORT,
+        broker_transport_options=broker.transport_options(served.data_dir / "broker"),
+    )
+    _reset_celery_connections()
+    yield
+    celery_app.conf.update(saved)
+    _reset_celery_connections()
+
+
+def test_under_sixteen_writers_and_twenty_failing_syncs_no_message_is_lost_and_the_web_answers(
+    served, served_broker, cast, settings
+):
+    settings.CONTEXTFORGE_EMBEDDING_MODEL = "/nonexistent/model"  # here: every write queues its embedding
+    admin = new_key(cast.owner, scopes=("read", "write", "admin"), project=cast.project)
+    headers = {"Authorization": f"Bearer {admin}"}
+    port = _free_port()  # nothing listens there: every sync fails at once, and is retried
+    repositories = [
+        git_services.repository_create(
+            project=cast.project, name=f"gone-{i}", url=f"git://127.0.0.1:{port}/r{i}"
+        )
+        for i in range(SOAK_FAILING_SYNCS)
+    ]
+    worker = child_pid(served.process, "--queues default")
+    failures: list[str] = []
+    created: list[int] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            for path in ("/healthz", "/api/v1/items/?limit=1"):
+                try:
+                    status = httpx2.get(f"{served.base}{path}", headers=headers, timeout=30).status_code
+                    if status != 200:
+                        failures.append(f"{path}: {status}")
+                except httpx2.TransportError as exc:
+                    failures.append(f"{path}: {exc!r}")
+            time.sleep(0.2)
+
+    def write(n: int) -> None:
+        try:
+            for i in range(n):
+                item = knowledge_services.item_create(
+                    project=cast.project,
+                    title=f"Soak {threading.get_ident()} {i}",
+                    content="Written under load.",
+                )
+                created.append(item.pk)
+        finally:
+            connection.close()
+
+    def sync(repository: Repository) -> None:
+        response = httpx2.post(
+            f"{served.base}/api/v1/repositories/{repository.pk}/sync/", headers=headers, timeout=30
+        )
+        if response.status_code >= 300:
+            failures.append(f"sync {repository.pk}: {response.status_code} {response.text}")
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    started = time.monotonic()
+    try:
+        threads = [
+            threading.Thread(target=write, args=(SOAK_ITEMS // SOAK_WRITERS,)) for _ in range(SOAK_WRITERS)
+        ]
+        threads += [threading.Thread(target=sync, args=(r,)) for r in repositories]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (
+            KnowledgeItem.objects.filter(pk__in=created).pending().exists()
+            or Repository.objects.filter(pk__in=[r.pk for r in repositories], last_error="").exists()
+        ):
+            time.sleep(1)
+    finally:
+        done.set()
+        prober.join()
+    elapsed = time.monotonic() - started
+
+    assert len(created) == SOAK_ITEMS // SOAK_WRITERS * SOAK_WRITERS
+    pending = KnowledgeItem.objects.filter(pk__in=created).pending().count()
+    assert pending == 0, f"{pending} of {len(created)} items never embedded after {elapsed:.0f} s"
+    assert not Repository.objects.filter(pk__in=[r.pk for r in repositories], last_error="").exists()
+    assert failures == []
+    log = served.log.read_text()
+    assert "Unrecoverable error" not in log
+    assert child_pid(served.process, "--queues default") == worker  # the worker survived

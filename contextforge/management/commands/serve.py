@@ -21,6 +21,61 @@ STABLE_S = 60.0
 STOP_GRACE_S = 20.0
 
 
+def web_command(*, bind: str, workers: int) -> list[str]:
+    """The web server: gunicorn running uvicorn workers on the ASGI app (Django and /mcp)."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "contextforge.asgi:application",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--timeout",
+        "120",
+        "--access-logfile",
+        "-",
+        "--no-control-socket",  # one per user's home, shared by every gunicorn on the machine
+    ]
+
+
+def worker_command(*, queue: str, concurrency: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "contextforge",
+        "worker",
+        "--queues",
+        queue,
+        "--hostname",
+        f"{queue}@%h",
+        "--loglevel",
+        "INFO",
+        "--concurrency",
+        str(concurrency),
+    ]
+
+
+def beat_command() -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "contextforge",
+        "beat",
+        "--loglevel",
+        "INFO",
+        "--schedule",
+        settings.CELERY_BEAT_SCHEDULE_FILENAME,
+    ]
+
+
 @dataclass
 class Child:
     name: str
@@ -60,66 +115,14 @@ class Command(BaseCommand):
             "--concurrency", type=int, default=1, help="Processes of each Celery worker (one per queue)."
         )
 
-    def commands(self, *, bind: str, web_workers: int, concurrency: int) -> dict[str, list[str]]:
-        python = sys.executable
-        commands = {
-            "web": [
-                python,
-                "-m",
-                "gunicorn",
-                "contextforge.asgi:application",
-                "--worker-class",
-                "uvicorn_worker.UvicornWorker",
-                "--bind",
-                bind,
-                "--workers",
-                str(web_workers),
-                "--timeout",
-                "120",
-                "--access-logfile",
-                "-",
-                "--no-control-socket",  # one per user's home, shared by every gunicorn on the machine
-            ]
-        }
-        for queue in (q.name for q in settings.CELERY_TASK_QUEUES):
-            commands[f"worker-{queue}"] = [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "contextforge",
-                "worker",
-                "--queues",
-                queue,
-                "--hostname",
-                f"{queue}@%h",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                str(concurrency),
-            ]
-        commands["beat"] = [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "contextforge",
-            "beat",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            settings.CELERY_BEAT_SCHEDULE_FILENAME,
-        ]
-        return commands
-
     def handle(self, *args, bind, web_workers, concurrency, **options):
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "contextforge.settings"}
-        children = [
-            Child(name, command)
-            for name, command in self.commands(
-                bind=bind, web_workers=web_workers, concurrency=concurrency
-            ).items()
+        children = [Child("web", web_command(bind=bind, workers=web_workers))]
+        children += [
+            Child(f"worker-{queue.name}", worker_command(queue=queue.name, concurrency=concurrency))
+            for queue in settings.CELERY_TASK_QUEUES
         ]
+        children.append(Child("beat", beat_command()))
         stopping = False
 
         def stop(*_):
