@@ -94,17 +94,24 @@ def start_serve(data_dir: Path, **extra_env: str) -> Served:
     return served
 
 
-def stop_serve(served: Served) -> None:
+def stop_serve(served: Served) -> list[int]:
+    """Stop serve as Ctrl-C would; returns the processes of it or its children that outlived it (killed
+    then, so that none outlives the test)."""
+    groups = [served.process.pid, *children_of(served.process.pid)]  # each child leads its own group
     served.process.send_signal(signal.SIGTERM)
     try:
         served.process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(served.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    time.sleep(0.5)
+    stray = [pid for pgid in groups for pid in _group(pgid)]
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     served.process.wait()
+    return stray
 
 
 @pytest.fixture(scope="module")
@@ -116,20 +123,21 @@ def served(django_db_setup, tmp_path_factory):
         CONTEXTFORGE_GIT_SYNC_MINUTES="100000",
     )
     yield served
-    stop_serve(served)
-    stray = [pid for pid in _group(served.process.pid)]
+    stray = stop_serve(served)
     assert not stray, f"processes of manage.py serve outlived it: {stray}"
 
 
 def _group(pgid: int) -> list[int]:
+    """The live processes (not zombies) of process group ``pgid``."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if os.getpgid(int(entry.name)) == pgid:
-                    pids.append(int(entry.name))
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
             except OSError:
-                pass
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(entry.name))
     return pids
 
 
