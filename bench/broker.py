@@ -20,6 +20,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from queue import Empty
 
 ROOT = Path(__file__).resolve().parent.parent
 QUIET_S = 10.0  # no message for this long after the writers are done: the rest are lost
@@ -49,8 +50,6 @@ def writer(spec: dict, ids: list[int], errors) -> None:
 
 
 def reader(spec: dict, expected: int, seen, errors, stop) -> None:
-    from queue import Empty
-
     with connection(spec) as conn:
         queue = conn.SimpleQueue("bench")
         while not stop.is_set():
@@ -84,13 +83,16 @@ def burst(spec: dict, *, writers: int, messages: int, readers: int, timeout: flo
         try:
             got.append(seen.get(timeout=0.5)[0])
             last = time.monotonic()
-        except Exception:  # nothing for a while after the last write: the rest is lost
+        except Empty:  # nothing for a while after the last write: the rest is lost
             if all(not p.is_alive() for p in putters) and time.monotonic() - last > QUIET_S:
                 break
     wall = time.perf_counter() - started
     time.sleep(1.5)  # a message delivered twice arrives late
-    while not seen.empty():
-        got.append(seen.get()[0])
+    while True:
+        try:
+            got.append(seen.get(timeout=1)[0])
+        except Empty:
+            break
     stop.set()
     for p in putters + takers:
         p.join(10)
@@ -123,12 +125,14 @@ def latency(spec: dict, *, samples: int) -> dict:
             queue.put({"id": i, "sent": time.time()})
             try:
                 times.append(seen.get(timeout=10)[1] * 1000)
-            except Exception:
+            except Empty:
                 times.append(float("inf"))  # lost
             time.sleep(0.05)
         queue.close()
     stop.set()
     taker.join(10)
+    if taker.is_alive():
+        taker.kill()
     return {
         "p50_ms": round(statistics.median(times), 1),
         "p95_ms": round(sorted(times)[int(0.95 * samples)], 1),

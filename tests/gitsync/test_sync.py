@@ -242,6 +242,9 @@ def git_daemon(base: Path):
     finally:
         os.killpg(daemon.pid, signal.SIGKILL)
         daemon.wait()
+        deadline = time.monotonic() + 10  # its children are gone once the kernel has delivered the kill
+        while processes_serving(base) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def processes_serving(base: Path) -> list[str]:
@@ -252,7 +255,7 @@ def processes_serving(base: Path) -> list[str]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if entry.name.isdigit() and f"--base-path={base}" in cmdline:
+        if entry.name.isdigit() and f"--base-path={base} " in cmdline:
             found.append(cmdline)
     return found
 
