@@ -21,7 +21,7 @@ from pathlib import Path
 from queue import Empty
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import filesystem, virtual
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 
@@ -101,3 +101,6 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+    # Its own record of declared bindings, apart from kombu's filesystem transport's: a binding known
+    # there (other folders) would keep this one from writing its own.
+    global_state = virtual.BrokerState()
