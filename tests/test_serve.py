@@ -286,3 +286,32 @@ def test_under_sixteen_writers_and_twenty_failing_syncs_no_message_is_lost_and_t
     log = served.log.read_text()
     assert "Unrecoverable error" not in log
     assert child_pid(served.process, "--queues default") == worker  # the worker survived
+
+
+def test_pending_items_are_embedded_while_a_sync_waits_on_a_silent_remote(
+    served, served_broker, cast, settings, silent_remote
+):
+    port, accepted = silent_remote
+    admin = new_key(cast.owner, scopes=("read", "write", "admin"), project=cast.project)
+    repository = git_services.repository_create(
+        project=cast.project, name="silent", url=f"git://127.0.0.1:{port}/team/app.git"
+    )
+    response = httpx2.post(
+        f"{served.base}/api/v1/repositories/{repository.pk}/sync/",
+        headers={"Authorization": f"Bearer {admin}"},
+        timeout=30,
+    )
+    assert response.status_code < 300, response.text
+    deadline = time.monotonic() + 60
+    while not accepted and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert accepted, "the git worker never reached the remote"
+
+    settings.CONTEXTFORGE_EMBEDDING_MODEL = "/nonexistent/model"  # here: the write queues its embedding
+    item = knowledge_services.item_create(project=cast.project, title="Queued", content="Behind no git.")
+    while KnowledgeItem.objects.filter(pk=item.pk).pending().exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert not KnowledgeItem.objects.filter(pk=item.pk).pending().exists()
+    repository.refresh_from_db()
+    assert repository.last_attempt_at is None  # the sync is still waiting on the remote

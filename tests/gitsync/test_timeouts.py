@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from unittest import mock
 
@@ -13,33 +12,6 @@ from gitsync import services, tasks
 from gitsync.models import Repository
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def silent_remote():
-    """A real listener on 127.0.0.1 that accepts every connection and never sends a byte; yields
-    (port, accepted sockets)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    accepted: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:  # closed at teardown
-                return
-            accepted.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1], accepted
-    listener.shutdown(socket.SHUT_RDWR)
-    listener.close()
-    thread.join(5)
-    for conn in accepted:
-        conn.close()
 
 
 def closed_by_peer(conn: socket.socket) -> bool:
