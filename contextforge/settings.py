@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -158,6 +159,16 @@ else:
 
     DATABASES = {"default": dj_database_url.parse(ensure_embedded_database(DATA_DIR), conn_max_age=60)}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Under ASGI (contextforge/asgi.py turns this on) Django runs each request in a thread of its own, so a
+# connection kept per thread would never be reused and would pile up: the web server's requests share a
+# pool instead. Other processes keep one persistent connection per thread.
+if env_bool("CONTEXTFORGE_DB_POOL", False):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("CONTEXTFORGE_DB_POOL_SIZE", 20, minimum=1),
+        "timeout": 30,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -223,22 +234,25 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Celery: with no CELERY_BROKER_URL, kombu's filesystem transport in the data directory (no server).
+# Celery: with no CELERY_BROKER_URL, kombu's filesystem transport in the data directory (no server), with
+# atomic writes (contextforge/broker.py).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _queue_dir = DATA_DIR / "broker"
-    for sub in ("queue", "processed", "control"):
-        (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_queue_dir / "queue"),
-        "data_folder_out": str(_queue_dir / "queue"),
-        "processed_folder": str(_queue_dir / "processed"),
-        "control_folder": str(_queue_dir / "control"),
-        "store_processed": False,
-        "polling_interval": 0.2,
-    }
+    from contextforge import broker
+
+    CELERY_BROKER_TRANSPORT = broker.TRANSPORT
+    CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(DATA_DIR / "broker")
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
     raise ImproperlyConfigured(f"CELERY_BROKER_URL has an unsupported scheme: {CELERY_BROKER_URL!r}")
+# A queue for repository syncs and one for everything else, a worker each: a slow or silent git remote
+# never keeps pending items from being embedded.
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in ("default", "git")]
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"gitsync.tasks.*": {"queue": "git"}}
+# No task runs unbounded: past the soft limit it is told to stop (SoftTimeLimitExceeded), a minute later
+# its process is killed and replaced.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CONTEXTFORGE_TASK_TIME_LIMIT_S", 1800, minimum=1)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -274,6 +288,11 @@ CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, mi
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)
+# Every git command is killed past this many seconds; over https git also gives up on a transfer that
+# stays below LOW_SPEED_LIMIT bytes/s for LOW_SPEED_TIME_S seconds.
+CONTEXTFORGE_GIT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_TIMEOUT_S", 300, minimum=1)
+CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = env_int("CONTEXTFORGE_GIT_LOW_SPEED_LIMIT", 1000, minimum=1)
+CONTEXTFORGE_GIT_LOW_SPEED_TIME_S = env_int("CONTEXTFORGE_GIT_LOW_SPEED_TIME_S", 60, minimum=1)
 CONTEXTFORGE_GIT_LIVE_DAYS = 30
 CONTEXTFORGE_PENDING_EMBED_MINUTES = env_int("CONTEXTFORGE_PENDING_EMBED_MINUTES", 5, minimum=1)
 

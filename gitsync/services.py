@@ -56,11 +56,39 @@ class SyncReport:
 
 
 def _git_env() -> dict[str, str]:
-    return {
+    """The environment of every git command a sync runs: which protocols it may use, and how it gives
+    up on a remote that stalls (no prompt; over https the low-speed limits, over ssh keep-alives; the
+    wall-clock timeout of ``GitRunner`` stops the rest)."""
+    config = {
+        "http.lowSpeedLimit": str(settings.CONTEXTFORGE_GIT_LOW_SPEED_LIMIT),
+        "http.lowSpeedTime": str(settings.CONTEXTFORGE_GIT_LOW_SPEED_TIME_S),
+    }
+    env = {
         "GIT_ALLOW_PROTOCOL": GIT_ALLOW_PROTOCOL,
         "GIT_TERMINAL_PROMPT": "0",  # bad credentials fail, never hang on a prompt
-        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+        "GIT_SSH_COMMAND": os.environ.get(
+            "GIT_SSH_COMMAND",
+            "ssh -o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
+        ),
+        "GIT_CONFIG_COUNT": str(len(config)),
     }
+    for i, (key, value) in enumerate(config.items()):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+class GitRunner(git.Git):
+    """GitPython's command runner with a wall-clock limit on every command: past
+    ``CONTEXTFORGE_GIT_TIMEOUT_S`` git and its helpers are killed, and the command fails with a
+    GitCommandError that says it timed out."""
+
+    def execute(self, command, **kwargs):
+        kwargs.setdefault("kill_after_timeout", settings.CONTEXTFORGE_GIT_TIMEOUT_S)
+        return super().execute(command, **kwargs)
+
+
+class GitRepo(git.Repo):
+    GitCommandWrapperType = GitRunner
 
 
 def clone_path(repository: Repository) -> Path:
@@ -155,18 +183,20 @@ def _open_clone(repository: Repository) -> git.Repo:
     path = clone_path(repository)
     env = {**_git_env(), **credential_config(repository.url, repository.credential)}
     if (path / "HEAD").exists():
-        clone = git.Repo(path)
-        with clone.git.custom_environment(**env):
-            clone.git.fetch("--prune", "--filter=blob:none", "origin", "+refs/heads/*:refs/heads/*")
+        clone = GitRepo(path)
+        clone.git.update_environment(**env)
+        clone.git.fetch("--prune", "--filter=blob:none", "origin", "+refs/heads/*:refs/heads/*")
         return clone
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     # validate_source has refused anything starting with '-', so the URL cannot pass for an option.
-    options = [*clone_options(repository.url), "--quiet"]
-    git.Repo.clone_from(repository.url, tmp, bare=True, multi_options=options, env=env)
+    # Not Repo.clone_from: it would wait for git without the wall-clock limit.
+    GitRunner().clone("--bare", *clone_options(repository.url), "--quiet", "--", repository.url, tmp, env=env)
     tmp.rename(path)
-    return git.Repo(path)
+    clone = GitRepo(path)
+    clone.git.update_environment(**env)
+    return clone
 
 
 def _read_branch(
@@ -398,6 +428,14 @@ def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
             encoding="utf-8",
             errors="replace",  # a path or name in another encoding is stored readable, not refused
         )
+        timed_out = threading.Event()
+
+        def stop() -> None:  # the wall-clock limit of every git command (see GitRunner)
+            timed_out.set()
+            process.kill()
+
+        watchdog = threading.Timer(settings.CONTEXTFORGE_GIT_TIMEOUT_S, stop)
+        watchdog.start()
         batches: queue.SimpleQueue = queue.SimpleQueue()
 
         def parse() -> None:
@@ -432,9 +470,12 @@ def _git_log(clone: git.Repo, *, walk: list[str], shas: set[str] | None):
             parser.join()
             process.stdout.close()
             process.wait()
+            watchdog.cancel()
         if process.returncode != 0:
             stderr.seek(0)
             message = stderr.read().decode(errors="replace").strip()
+            if timed_out.is_set():
+                message = f"git log did not complete in {settings.CONTEXTFORGE_GIT_TIMEOUT_S:g} s"
             raise SyncError(message or "git log failed")
 
 

@@ -23,7 +23,14 @@ class SyncFailed(Exception):
     pass
 
 
-@shared_task(bind=True, autoretry_for=(SyncFailed,), retry_backoff=30, retry_backoff_max=1800, max_retries=5)
+@shared_task(
+    bind=True,
+    autoretry_for=(SyncFailed,),
+    retry_backoff=30,
+    retry_backoff_max=1800,
+    retry_jitter=False,
+    max_retries=5,
+)
 def sync_repository(self, repository_id: int, full: bool = False) -> dict:
     services.repository_sync_unmark_queued(repository_id=repository_id)
     repository = Repository.objects.filter(pk=repository_id, enabled=True).first()

@@ -1,10 +1,9 @@
 """Streamable HTTP at ``/mcp``: the MCP SDK's ASGI app behind the REST API's Bearer keys, beside Django.
 
 Why ASGI and not a Django view: streamable HTTP is an async protocol whose session manager must run
-for the life of the process (an ASGI lifespan), which Django's WSGI stack under gunicorn cannot host.
-So ``application`` is one ASGI app: ``/mcp`` goes to the MCP server, every other path to Django's
-own ASGI handler. ``python manage.py mcp --http`` serves it with uvicorn; any ASGI server can too
-(``uvicorn mcpserver.asgi:application``).
+for the life of the process (an ASGI lifespan), which Django's WSGI stack cannot host. So the web
+server's app (``contextforge.asgi``, what ``manage.py serve`` runs) is one ASGI app: ``/mcp`` goes to
+the MCP server, every other path to Django's own ASGI handler, on one port.
 
 The endpoint is stateless (a fresh transport per request, plain JSON answers): nothing about a
 client lives in the process, so web replicas behind a load balancer need no sticky sessions.
@@ -14,8 +13,9 @@ from __future__ import annotations
 
 import json
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
+from django.core.asgi import get_asgi_application
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions as drf_exceptions
@@ -109,7 +109,7 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def build_application(*, serve_django: bool = True) -> ASGIApp:
+def build_application() -> ASGIApp:
     mcp_app = build_server(caller_for=caller_from_request).streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -117,11 +117,7 @@ def build_application(*, serve_django: bool = True) -> ASGIApp:
         transport_security=transport_security(),
     )
     guarded = ApiKeyMiddleware(mcp_app)
-    django_app = None
-    if serve_django:
-        from django.core.asgi import get_asgi_application
-
-        django_app = get_asgi_application()
+    django_app = get_asgi_application()
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -129,8 +125,11 @@ def build_application(*, serve_django: bool = True) -> ASGIApp:
         elif scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
             if scope["path"] != MCP_PATH:
                 scope = {**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}
-            await guarded(scope, receive, send)
-        elif django_app is not None and scope["type"] == "http":
+            # As Django's handler does for its requests: this request's sync work (the key check, the
+            # tool's services) runs in a thread of its own, not in one thread shared by every request.
+            async with ThreadSensitiveContext():
+                await guarded(scope, receive, send)
+        elif scope["type"] == "http":
             await django_app(scope, receive, send)
         else:
             await _json(send, 404, "Not found.")

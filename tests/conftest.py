@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -102,9 +104,36 @@ def celery_broker(request):
     from contextforge.celery import app as celery_app
 
     url = getattr(request, "param", "memory://")
-    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport_options")}
-    celery_app.conf.update(broker_url=url, broker_transport_options={})
+    saved = {k: celery_app.conf[k] for k in ("broker_url", "broker_transport", "broker_transport_options")}
+    celery_app.conf.update(broker_url=url, broker_transport=None, broker_transport_options={})
     _reset_celery_connections()
     yield url
     celery_app.conf.update(saved)
     _reset_celery_connections()
+
+
+@pytest.fixture
+def silent_remote():
+    """A real listener on 127.0.0.1 that accepts every connection and never sends a byte; yields
+    (port, accepted sockets)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # closed at teardown
+                return
+            accepted.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1], accepted
+    listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+    thread.join(5)
+    for conn in accepted:
+        conn.close()

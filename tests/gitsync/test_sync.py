@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -239,6 +241,9 @@ def git_daemon(base: Path):
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # `git daemon` runs git-daemon as a child, which forks one more per connection: all of them are
+        # in this new process group, and stopped with it.
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 10
@@ -252,8 +257,24 @@ def git_daemon(base: Path):
                 time.sleep(0.05)
         yield f"git://127.0.0.1:{port}"
     finally:
-        daemon.kill()
+        os.killpg(daemon.pid, signal.SIGKILL)
         daemon.wait()
+        deadline = time.monotonic() + 10  # its children are gone once the kernel has delivered the kill
+        while processes_serving(base) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def processes_serving(base: Path) -> list[str]:
+    """Command lines of the processes still serving ``base`` (a git daemon and its children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if entry.name.isdigit() and f"--base-path={base} " in cmdline:
+            found.append(cmdline)
+    return found
 
 
 def object_kinds(clone: Path) -> set[str]:
@@ -276,6 +297,7 @@ def test_a_remote_is_cloned_without_its_blobs_and_fetched_from_then(cast, source
         assert object_kinds(services.clone_path(repository)) == {"commit", "tree"}
         source.rename("src/lib/auth.ts", "src/auth/tokens.ts")
         assert services.repository_sync(repository=repository).added == 1
+    assert processes_serving(roots) == []  # the daemon and its children are gone with the test
     renamed = CommitFile.objects.get(commit__repository=repository, change_type="R")
     assert (renamed.old_path, renamed.path) == ("src/lib/auth.ts", "src/auth/tokens.ts")
     assert "src/auth/tokens.ts" in live(cast)

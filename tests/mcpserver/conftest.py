@@ -109,10 +109,13 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def http_server(django_db_setup):
-    """``manage.py mcp --http`` in its own process; yields its base URL, stopped at the end."""
+    """The web server of ``manage.py serve`` (dashboard, REST API and /mcp on one port) in its own
+    process; yields its base URL, stopped at the end."""
+    from contextforge.management.commands.serve import web_command
+
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "manage.py", "mcp", "--http", "--port", str(port)],
+        web_command(bind=f"127.0.0.1:{port}", workers=1),
         cwd=BASE_DIR,
         env=os.environ | child_env(),
         stdout=subprocess.PIPE,
@@ -123,7 +126,7 @@ def http_server(django_db_setup):
     deadline = time.monotonic() + 90
     while True:
         if proc.poll() is not None:
-            pytest.fail(f"manage.py mcp --http exited:\n{proc.stdout.read()}")
+            pytest.fail(f"the web server exited:\n{proc.stdout.read()}")
         try:
             if httpx2.get(f"{base}/healthz", timeout=2).status_code < 500:
                 break
@@ -131,7 +134,7 @@ def http_server(django_db_setup):
             pass
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail("manage.py mcp --http did not come up in 90 s")
+            pytest.fail("the web server did not come up in 90 s")
         time.sleep(0.3)
     yield base
     proc.terminate()

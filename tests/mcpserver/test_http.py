@@ -1,4 +1,4 @@
-"""An MCP client from the SDK talks streamable HTTP to ``manage.py mcp --http`` at /mcp."""
+"""An MCP client from the SDK talks streamable HTTP at /mcp to the web server of ``manage.py serve``."""
 
 from __future__ import annotations
 

@@ -15,33 +15,19 @@ KEY_ENV = "CONTEXTFORGE_API_KEY"
 
 class Command(BaseCommand):
     help = (
-        "Serve ContextForge's MCP tools to AI coding agents: over stdio (the default; the API key comes "
-        f"from {KEY_ENV}) or, with --http, as streamable HTTP at /mcp (Bearer API keys)."
+        f"Serve ContextForge's MCP tools to AI coding agents over stdio (the API key comes from {KEY_ENV}). "
+        "The web server of manage.py serve speaks MCP's streamable HTTP at /mcp too."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--project",
             help="Slug of the project to act in. Default: the key's own project; for a key that reaches "
-            "several, reads span them all and writes need this option. Over HTTP, clients pass "
-            "?project=SLUG on the URL instead.",
-        )
-        parser.add_argument("--http", action="store_true", help="Serve streamable HTTP instead of stdio.")
-        parser.add_argument("--host", default="127.0.0.1", help="Address to listen on with --http.")
-        parser.add_argument("--port", type=int, default=8001, help="Port to listen on with --http.")
-        parser.add_argument(
-            "--mcp-only",
-            action="store_true",
-            help="With --http, serve only /mcp; by default the dashboard and REST API answer on the same port.",
+            "several, reads span them all and writes need this option.",
         )
 
-    def handle(self, *args, project, http, host, port, mcp_only, **options):
-        if http:
-            if project:
-                raise CommandError("--project is for stdio; HTTP clients add ?project=SLUG to the URL.")
-            self._serve_http(host=host, port=port, serve_django=not mcp_only)
-        else:
-            self._serve_stdio(project)
+    def handle(self, *args, project, **options):
+        self._serve_stdio(project)
 
     def _warm_model(self) -> None:
         # Loading the model takes seconds: start now, so the first query waits for less of it.
@@ -77,13 +63,3 @@ class Command(BaseCommand):
             return Caller(key=authenticate(secret), project_slug=project)
 
         build_server(caller_for=caller_for).run("stdio")
-
-    def _serve_http(self, *, host: str, port: int, serve_django: bool) -> None:
-        import uvicorn
-
-        from mcpserver.http import MCP_PATH, build_application
-
-        app = build_application(serve_django=serve_django)
-        self.stdout.write(f"ContextForge MCP (streamable HTTP) on http://{host}:{port}{MCP_PATH}")
-        self._warm_model()
-        uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
