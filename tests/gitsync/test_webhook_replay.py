@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -18,19 +19,21 @@ from gitsync.tasks import queue_sync, sync_repository
 from tests.conftest import api_client_for
 
 pytestmark = pytest.mark.django_db
+# Where a sync waits: the queue gitsync's tasks are routed to.
+SYNC_QUEUE = settings.CELERY_TASK_ROUTES["gitsync.tasks.*"]["queue"]
 
 
 def waiting_messages() -> int:
     with celery_app.connection_for_write() as connection:
-        return connection.default_channel.queue_declare("celery", passive=True).message_count
+        return connection.default_channel.queue_declare(SYNC_QUEUE, passive=True).message_count
 
 
 @pytest.fixture
 def broker(celery_broker):
     """The in-memory broker, its queue emptied of what earlier tests left there."""
     with celery_app.connection_for_write() as connection:
-        connection.default_channel.queue_declare("celery")
-        connection.default_channel.queue_purge("celery")
+        connection.default_channel.queue_declare(SYNC_QUEUE)
+        connection.default_channel.queue_purge(SYNC_QUEUE)
     return celery_broker
 
 
