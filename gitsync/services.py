@@ -146,8 +146,8 @@ def repository_delete(*, repository: Repository) -> None:
 
 def clone_options(url: str) -> list[str]:
     """How a sync clones ``url`` (bare, besides): a repository on this machine has its object files
-    copied, never hard-linked, ~10x faster than git's transport packing them anew (bench/gitsync.py),
-    blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
+    copied, never hard-linked, which is much cheaper than git's transport packing them anew (see
+    bench/gitsync.py), blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
     return ["--no-hardlinks"] if url.startswith("/") else ["--filter=blob:none"]
 
 
