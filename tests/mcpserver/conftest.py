@@ -197,4 +197,5 @@ def assert_same_ranking(mcp_result, rest_response) -> None:
             # Recency moves by ~1e-9 in the second between the two searches; cosine not at all.
             assert hit["breakdown"][signal] == pytest.approx(value, abs=1e-5), signal
         assert hit["live_references"] == expected["live_references"]
+        assert hit["unresolved_references"] == expected["unresolved_references"]
         assert hit["item"] == expected["item"]
