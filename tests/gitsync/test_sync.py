@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from gitsync import selectors, services
 from gitsync.models import Commit, CommitFile, TreeFile
+from tests.conftest import free_port, stop_process
 from tests.gitsync.gitrepo import GitRepo
 
 pytestmark = pytest.mark.django_db
@@ -241,9 +242,7 @@ def held_by_others(repository_id: int) -> bool:
 @contextmanager
 def git_daemon(base: Path):
     """``git daemon`` serving the repositories under ``base`` read-only on a free port: git://host:port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     daemon = subprocess.Popen(
         [
             "git",
@@ -270,8 +269,7 @@ def git_daemon(base: Path):
                 time.sleep(0.05)
         yield f"git://127.0.0.1:{port}"
     finally:
-        daemon.kill()
-        daemon.wait()
+        stop_process(daemon)
 
 
 def object_kinds(clone: Path) -> set[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from accounts import services as account_services
 from gitsync.models import Commit, CommitFile, Repository
+from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -101,16 +101,10 @@ async def http_client(url: str, secret: str):
         yield client
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_server(django_db_setup):
     """``manage.py mcp --http`` in its own process; yields its base URL, stopped at the end."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "mcp", "--http", "--port", str(port)],
         cwd=BASE_DIR,
@@ -134,12 +128,7 @@ def http_server(django_db_setup):
             pytest.fail("manage.py mcp --http did not come up in 90 s")
         time.sleep(0.3)
     yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc)
 
 
 @pytest.fixture
