@@ -6,6 +6,8 @@ from django.utils.translation import gettext_lazy as _
 
 NUL_CHARACTER = _("Must not contain NUL characters.")
 NOT_UNICODE = _("Must be valid Unicode text (no lone surrogate).")
+# JSON nested deeper than the decoder's recursion limit, whether a parser or the import reads it.
+JSON_TOO_DEEP = _("Invalid JSON: nested too deeply.")
 
 
 def text_error(text: str) -> str | None:

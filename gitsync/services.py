@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 _RECORD, _FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = f"{_RECORD}%H{_FIELD}%an <%ae>{_FIELD}%cI{_FIELD}%B{_FIELD}"
 COPY_COMMITS = 1000  # commits per batch written to the database while git goes on
+SYNC_LOCK = 0x6769  # the advisory-lock class of repository syncs; the repository id is the object
 
 
 class SyncError(Exception):
@@ -174,8 +175,8 @@ def repository_delete(*, repository: Repository) -> None:
 
 def clone_options(url: str) -> list[str]:
     """How a sync clones ``url`` (bare, besides): a repository on this machine has its object files
-    copied, never hard-linked, ~10x faster than git's transport packing them anew (bench/gitsync.py),
-    blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
+    copied, never hard-linked, which is much cheaper than git's transport packing them anew (see
+    bench/gitsync.py), blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
     return ["--no-hardlinks"] if url.startswith("/") else ["--filter=blob:none"]
 
 
@@ -251,6 +252,17 @@ def _copy_text(value: str) -> str:
     return value.translate(_COPY_ESCAPES)
 
 
+PATH_MAX_LENGTH = CommitFile._meta.get_field("path").max_length  # TreeFile.path and old_path alike
+
+
+def _copy_path(path: str) -> str:
+    """``path`` for COPY, cut to what the path columns hold: git allows longer paths, and one such file
+    must not fail the whole sync. A cut path names no file, so no reference matches it."""
+    if len(path) > PATH_MAX_LENGTH:
+        logger.warning("path longer than %s characters stored cut: %s…", PATH_MAX_LENGTH, path[:80])
+    return _copy_text(path[:PATH_MAX_LENGTH])
+
+
 def _parse_log(records):
     """(COPY fields of the commit, [COPY fields of each touched file]) per record of ``git log -z``.
 
@@ -271,19 +283,19 @@ def _parse_log(records):
             else:
                 path, old = tokens[i + 1], ""
                 i += 2
-            files.append(f"{kind}\t{_copy_text(path[:1000])}\t{_copy_text(old[:1000])}")
+            files.append(f"{kind}\t{_copy_path(path)}\t{_copy_path(old)}")
         yield f"{sha}\t{_copy_text(author[:300])}\t{date}\t{_copy_text(message.strip())}", files
 
 
 def _lock(repository_id: int) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [0x6769, repository_id])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SYNC_LOCK, repository_id])
         return cursor.fetchone()[0]
 
 
 def _unlock(repository_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [0x6769, repository_id])
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SYNC_LOCK, repository_id])
 
 
 def repository_sync(*, repository: Repository, full: bool = False, now: datetime | None = None) -> SyncReport:
@@ -308,7 +320,7 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         with transaction.atomic():
             # Everything written here can be read from git again, and the sync state is written in the
             # same transaction: a crash may lose the last sync, never half of one. So the commit need
-            # not wait for the WAL flush, a third of a first sync's time (bench/gitsync.py). The foreign
+            # not wait for the WAL flush, a large share of a first sync's time. The foreign
             # keys are checked as each batch is written, while git goes on, not all at the COMMIT.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit = off; SET CONSTRAINTS ALL IMMEDIATE")
@@ -393,9 +405,7 @@ def _store_tree(clone: git.Repo, repository: Repository, head: str) -> None:
         _copy(
             cursor,
             f"{TreeFile._meta.db_table} (repository_id, path)",
-            "".join(
-                f"{repository.pk}\t{_copy_text(path[:1000])}\n" for path in listing.split("\x00") if path
-            ),
+            "".join(f"{repository.pk}\t{_copy_path(path)}\n" for path in listing.split("\x00") if path),
         )
 
 

@@ -11,16 +11,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import ensure_may_change, may_change, projects_for
+from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ItemForm, SearchForm
 from knowledge.models import TEST_TAG
 from knowledge.ranking import SearchFilters, reference_status, search, signals
 from knowledge.text import PROPOSAL_MARKERS
-
-
-def _apply_errors(form, exc: ValidationError) -> None:
-    for field, errors in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
 
 
 @require_GET
@@ -75,7 +71,7 @@ def item_create(request):
                 created_by=request.user,
             )
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            apply_errors(form, exc)
         else:
             if item.is_pending:
                 messages.warning(
@@ -102,7 +98,7 @@ def item_edit(request, pk: int):
         try:
             services.item_update(item=item, **form.cleaned_data)
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            apply_errors(form, exc)
         else:
             messages.success(request, _("Saved."))
             return redirect("dashboard:item", pk=item.pk)

@@ -111,6 +111,7 @@ def memory_query(caller: Caller, *, query: str, limit: int, tags: list[str] | No
             "score": hit.score,
             "breakdown": vars(hit.signals),
             "live_references": list(hit.live_references),
+            "unresolved_references": list(hit.unresolved_references),
             "item": item_data(hit.item),
         }
         for rank, hit in enumerate(result.hits, start=1)

@@ -26,6 +26,7 @@ from rest_framework import exceptions as drf_exceptions
 from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_REQUIRED
 from knowledge import embeddings
+from knowledge.api.serializers import LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
 from knowledge.models import TEST_TAG
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import SEARCH_UNAVAILABLE
@@ -92,7 +93,8 @@ class Hit(BaseModel):
     rank: int
     score: float = Field(description=FORMULA)
     breakdown: Breakdown
-    live_references: list[str] = Field(description="The item's file references touched recently.")
+    live_references: list[str] = Field(description=LIVE_REFERENCES_HELP)
+    unresolved_references: list[str] = Field(description=UNRESOLVED_REFERENCES_HELP)
     item: Item
 
 

@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget
 
 from accounts.selectors import CHANGES_FORBIDDEN, ensure_may_change, may_change, projects_for
+from contextforge.forms import apply_errors
 from knowledge import selectors as knowledge_selectors
-from knowledge.views import _apply_errors
 from tasks import selectors, services
 from tasks.forms import BoardFilterForm, CommentForm, TaskForm
 from tasks.models import Status, Task
@@ -85,7 +85,7 @@ def task_create(request):
         try:
             task = services.task_create(created_by=request.user, **form.cleaned_data)
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            apply_errors(form, exc)
         else:
             messages.success(request, _("Created %(id)s.") % {"id": task.short_id})
             return _board(request) if request.htmx else _back_to_board(request)
@@ -122,7 +122,7 @@ def task_edit(request, pk: int):
         try:
             services.task_update(task=task, **form.cleaned_data)
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            apply_errors(form, exc)
         else:
             messages.success(request, _("Saved."))
             if request.htmx:  # the form stood in for its card; the answer is the whole board
@@ -157,7 +157,7 @@ def task_comment(request, pk: int):
         try:
             services.comment_create(task=task, author=request.user, text=form.cleaned_data["text"])
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            apply_errors(form, exc)
         else:
             return redirect("tasks:task", pk=task.pk)
     return _detail(request, task, form, status=400)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 from dataclasses import dataclass
 
@@ -59,6 +60,23 @@ def api_client_for(user, *, scopes=("read", "write", "admin"), project: Project 
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {created.secret}")
     client.secret = created.secret
     return client
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, for a server the test starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Stop a process the test started: asked first, killed if it has not exited within ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(params=["exact", "matrix"])

@@ -7,9 +7,9 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, parsers
 
 from contextforge.api.exceptions import ApplicationError
+from contextforge.text import JSON_TOO_DEEP
 
 BODY_TOO_LARGE = _("The body is larger than {max} bytes.")
-JSON_TOO_DEEP = _("nested too deeply.")
 
 
 def read_at_most(stream, limit: int) -> bytes:

@@ -66,17 +66,20 @@ class SignalsSerializer(serializers.Serializer):
     proposal_penalty = serializers.FloatField()
 
 
+LIVE_REFERENCES_HELP = "References that name a file changed in the live window."
+UNRESOLVED_REFERENCES_HELP = (
+    "References that name no file the project's repositories know (a library call, a host name …): they "
+    "do not count in the git signal. Empty when no repository is connected."
+)
+
+
 class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
     signals = SignalsSerializer()
-    live_references = serializers.ListField(
-        child=serializers.CharField(), help_text="References that name a file changed in the live window."
-    )
+    live_references = serializers.ListField(child=serializers.CharField(), help_text=LIVE_REFERENCES_HELP)
     unresolved_references = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="References that name no file the project's repositories know (a library call, a host "
-        "name …): they do not count in the git signal. Empty when no repository is connected.",
+        child=serializers.CharField(), help_text=UNRESOLVED_REFERENCES_HELP
     )
 
 

@@ -1,4 +1,4 @@
-"""The four ranking signals and how they combine, as ../shared/spec/search-ranking.en.txt says.
+"""The four ranking signals and how they combine, as the search ranking spec defines them.
 
 Pure functions over plain values, or over numpy arrays of them alike (the ranking service scores a
 chunk of candidates at once); the ranking service is their only caller that scores items.

@@ -180,5 +180,6 @@ def test_a_refused_credential_fails_the_sync_without_its_secret_in_the_error_or_
     assert report.status == "failed"
     repository.refresh_from_db()
     assert repository.last_error
+    assert repository.name in caplog.text  # the failure was logged, so the check below reads it
     for text in (repository.last_error, report.message, caplog.text):
         assert "wr0ngTOKENvalue" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -17,7 +18,8 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 
 from gitsync import selectors, services
-from gitsync.models import Commit, CommitFile
+from gitsync.models import Commit, CommitFile, TreeFile
+from tests.conftest import free_port
 from tests.gitsync.gitrepo import GitRepo
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +42,23 @@ def test_a_first_sync_ingests_the_history_horizon_and_matches_rev_list(cast, sou
     assert report.added == source.count(f"--since={horizon}") == 3
     assert repository.last_synced_commit == source.git("rev-parse", "HEAD")
     assert repository.last_success_at is not None and repository.last_error == ""
+
+
+def test_a_path_longer_than_its_column_is_stored_cut_with_a_warning_and_the_sync_goes_on(
+    cast, source, caplog
+):
+    deep = "/".join(["d" * 200] * 5) + "/notes.md"
+    source.commit("Deep docs", {deep: "deep\n", "app/deep.py": "x = 2\n"}, days_ago=1)
+    repository = connect(cast, source)
+    with caplog.at_level(logging.WARNING, logger="gitsync.services"):
+        report = services.repository_sync(repository=repository)
+    assert report.status == "synced", report.message
+    cut = deep[: services.PATH_MAX_LENGTH]
+    assert len(deep) > services.PATH_MAX_LENGTH
+    assert CommitFile.objects.filter(commit__message="Deep docs", path=cut).exists()
+    assert TreeFile.objects.filter(repository=repository, path=cut).exists()
+    assert "stored cut" in caplog.text
+    assert "app/deep.py" in live(cast)
 
 
 def test_full_ingests_every_commit(cast, source):
@@ -197,13 +216,13 @@ def test_a_second_sync_of_the_same_repository_is_skipped_while_one_runs(cast, so
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:  # another process holds the repository's sync lock
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [0x6769, repository.pk])
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [services.SYNC_LOCK, repository.pk])
         report = services.repository_sync(repository=repository)
         assert report.status == "skipped" and Commit.objects.count() == 0
     finally:
         # Released before the close: a closed connection's server process lets go of it a little later.
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [0x6769, repository.pk])
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [services.SYNC_LOCK, repository.pk])
         other.close()
     # The server ends a closed session, and lets go of its locks, a moment after the client has left.
     deadline = time.monotonic() + 10
@@ -217,7 +236,7 @@ def held_by_others(repository_id: int) -> bool:
         cursor.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s"
             " AND pid <> pg_backend_pid()",
-            [0x6769, repository_id],
+            [services.SYNC_LOCK, repository_id],
         )
         return cursor.fetchone()[0] > 0
 
@@ -225,9 +244,7 @@ def held_by_others(repository_id: int) -> bool:
 @contextmanager
 def git_daemon(base: Path):
     """``git daemon`` serving the repositories under ``base`` read-only on a free port: git://host:port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     daemon = subprocess.Popen(
         [
             "git",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from accounts import services as account_services
 from gitsync.models import Commit, CommitFile, Repository
+from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -101,19 +101,13 @@ async def http_client(url: str, secret: str):
         yield client
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_server(django_db_setup):
     """The web server of ``manage.py serve`` (dashboard, REST API and /mcp on one port) in its own
     process; yields its base URL, stopped at the end."""
     from contextforge.management.commands.serve import web_command
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         web_command(bind=f"127.0.0.1:{port}", workers=1),
         cwd=BASE_DIR,
@@ -137,12 +131,7 @@ def http_server(django_db_setup):
             pytest.fail("the web server did not come up in 90 s")
         time.sleep(0.3)
     yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc)
 
 
 @pytest.fixture
@@ -200,4 +189,5 @@ def assert_same_ranking(mcp_result, rest_response) -> None:
             # Recency moves by ~1e-9 in the second between the two searches; cosine not at all.
             assert hit["breakdown"][signal] == pytest.approx(value, abs=1e-5), signal
         assert hit["live_references"] == expected["live_references"]
+        assert hit["unresolved_references"] == expected["unresolved_references"]
         assert hit["item"] == expected["item"]
