@@ -21,8 +21,8 @@ from gitsync import services as git_services
 from gitsync.models import Repository
 from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
-from tests.conftest import _reset_celery_connections
-from tests.mcpserver.conftest import TOOLS, _free_port, child_env, http_client, new_key, run
+from tests.conftest import _reset_celery_connections, free_port
+from tests.mcpserver.conftest import TOOLS, child_env, http_client, new_key, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,7 +59,7 @@ class Served:
 
 
 def start_serve(data_dir: Path, **extra_env: str) -> Served:
-    port = _free_port()
+    port = free_port()
     log = data_dir / "serve.log"
     env = os.environ | child_env(CONTEXTFORGE_DATA_DIR=str(data_dir), **extra_env)
     env.pop("CELERY_BROKER_URL", None)  # the default broker: the filesystem in the data directory
@@ -213,7 +213,7 @@ def test_under_sixteen_writers_and_twenty_failing_syncs_no_message_is_lost_and_t
     settings.CONTEXTFORGE_EMBEDDING_MODEL = "/nonexistent/model"  # here: every write queues its embedding
     admin = new_key(cast.owner, scopes=("read", "write", "admin"), project=cast.project)
     headers = {"Authorization": f"Bearer {admin}"}
-    port = _free_port()  # nothing listens there: every sync fails at once, and is retried
+    port = free_port()  # nothing listens there: every sync fails at once, and is retried
     repositories = [
         git_services.repository_create(
             project=cast.project, name=f"gone-{i}", url=f"git://127.0.0.1:{port}/r{i}"
