@@ -3,7 +3,6 @@ pages say so, /healthz says only "down", and everything answers again once it is
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from django.db import connection, connections
 from django.test import Client
 
 from tests.conftest import api_client_for
+from tests.mcpserver.conftest import run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,7 +39,7 @@ def mcp_call(secret: str) -> httpx2.Response:
     from mcpserver.http import build_application
 
     async def call():
-        transport = httpx2.ASGITransport(app=build_application(serve_django=False))
+        transport = httpx2.ASGITransport(app=build_application())
         async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.post(
                 "/mcp",
@@ -50,7 +50,7 @@ def mcp_call(secret: str) -> httpx2.Response:
                 },
             )
 
-    return asyncio.run(call())
+    return run(call())
 
 
 def test_with_the_database_down_every_caller_gets_a_503_and_all_recovers_after(cast):
