@@ -155,3 +155,17 @@ def silent_remote():
     thread.join(5)
     for conn in accepted:
         conn.close()
+
+
+@pytest.fixture
+def kept_connection():
+    """In-process WSGI calls (schemathesis) keep the test's connection, and its transaction, across
+    requests, as Django's test client does."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)

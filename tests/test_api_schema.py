@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from django.core import signals
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -29,15 +27,10 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application(
 
 
 @pytest.fixture
-def auth_header(cast):
-    # As Django's test client does: keep the test's connection (and its transaction) across requests.
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
+def auth_header(kept_connection, cast):
     make_item(cast.project, "Auth flow", "We sign JWTs in src/lib/auth.ts.", tags=["backend"])
     make_item(cast.project, "TODO: rotate keys", "Nobody rotates them yet.")
-    yield {"Authorization": f"Bearer {api_client_for(cast.owner, project=cast.project).secret}"}
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
+    return {"Authorization": f"Bearer {api_client_for(cast.owner, project=cast.project).secret}"}
 
 
 @schema.parametrize()

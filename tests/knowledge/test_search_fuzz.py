@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from django.core import signals
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
@@ -22,22 +20,17 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application(
 
 
 @pytest.fixture
-def auth_header(cast, tmp_path, settings):
+def auth_header(kept_connection, cast, tmp_path, settings):
     settings.CONTEXTFORGE_GIT_LOCAL_ROOTS = [str(tmp_path)]
     settings.DATA_DIR = tmp_path / "data"
     repo = GitRepo(tmp_path / "app")
     repo.commit("Auth", {"src/lib/auth.ts": "export const sign = 1\n", "app/views.py": "x = 1\n"})
     repository = git_services.repository_create(project=cast.project, name="app", url=str(repo.path))
     git_services.repository_sync(repository=repository)
-    # As Django's test client does: keep the test's connection (and its transaction) across requests.
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
     make_item(cast.project, "Auth flow", "We sign JWTs with jwt.sign in src/lib/auth.ts.", tags=["backend"])
     make_item(cast.project, "\ufeffTODO: rotate keys", "Nobody rotates them; see " + "a/" * 200 + "x.py")
     make_item(cast.project, "Fixture", "views.py test data", tags=["Test"])
-    yield {"Authorization": f"Bearer {api_client_for(cast.owner, project=cast.project).secret}"}
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
+    return {"Authorization": f"Bearer {api_client_for(cast.owner, project=cast.project).secret}"}
 
 
 @schema.parametrize()
