@@ -3,8 +3,11 @@ and redirects."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
@@ -31,8 +34,13 @@ def _task(request, pk: int, *, write: bool = False) -> Task:
 
 
 def _filters(request) -> dict[str, str]:
-    """The board's filters from the request (query string, or the fields htmx includes in a POST)."""
-    data = request.POST if request.method == "POST" else request.GET
+    """The board's filters: the query string of the page. A POST's own fields are never read as
+    filters, since a task's form has fields of the same names (its priority is not the board's);
+    htmx names the page it came from, and without JavaScript the form redirects to ``next``."""
+    if request.method == "GET":
+        data = request.GET
+    else:
+        data = QueryDict(urlsplit(request.htmx.current_url or "").query)
     return {name: data[name] for name in FILTERS if data.get(name)}
 
 

@@ -53,3 +53,17 @@ def test_turn_a_wish_into_a_task_and_back(cast, live_server, page):
     page.wait_for_url(f"{live_server.url}/dashboard/items/{wish.pk}/")
     assert not Task.objects.exists()
     assert "TODO: rotate the JWT signing keys" in page.inner_text("h1")
+
+
+def test_quick_creating_three_tasks_of_different_priorities_keeps_them_all_visible(cast, live_server, page):
+    sign_in(page, live_server, "member")
+    page.goto(f"{live_server.url}/dashboard/tasks/")
+    for title, priority in (("Low one", "low"), ("Urgent one", "urgent"), ("High one", "high")):
+        page.fill("#task-create #id_title", title)
+        page.select_option("#task-create #id_priority", priority)
+        page.click("#task-create button[type=submit]")
+        page.locator("#column-pending li.task-card", has_text=title).wait_for()
+    cards = page.locator("#column-pending li.task-card")
+    assert cards.count() == 3
+    assert page.input_value("#task-filters #id_priority") == ""
+    assert page.input_value("#task-filters #id_assignee") == ""

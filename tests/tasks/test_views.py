@@ -221,3 +221,29 @@ def test_the_boards_filters_survive_a_move_even_with_characters_a_url_must_escap
         f"/dashboard/tasks/{task.pk}/move/", {"status": "done", "next": "/dashboard/tasks/?tag=r%26d"}
     )
     assert column_titles(signed_in.get(moved["Location"]), "done") == ["Research"]
+
+
+def test_quick_create_never_changes_the_boards_filters(signed_in, cast):
+    board = "http://testserver/dashboard/tasks/"
+    for title, priority, assignee in (("First", "high", cast.member.pk), ("Second", "low", cast.owner.pk)):
+        answer = signed_in.post(
+            "/dashboard/tasks/create/",
+            {"project": cast.project.pk, "title": title, "priority": priority, "assignee": assignee, "quick": "1"},
+            headers={**HTMX, "HX-Current-URL": board},
+        )
+        assert answer.status_code == 200
+    assert sorted(column_titles(answer, "pending")) == ["First", "Second"]
+    assert answer.context["filter_form"]["priority"].value() in (None, "")
+    # A filter the page had stays, whatever the new task's fields say.
+    narrowed = signed_in.post(
+        "/dashboard/tasks/create/",
+        {"project": cast.project.pk, "title": "Third", "priority": "low", "quick": "1"},
+        headers={**HTMX, "HX-Current-URL": f"{board}?priority=high"},
+    )
+    assert column_titles(narrowed, "pending") == ["First"]
+    edited = signed_in.post(
+        f"/dashboard/tasks/{Task.objects.get(title='First').pk}/edit/",
+        {"title": "First", "status": "pending", "priority": "urgent", "assignee": cast.member.pk},
+        headers={**HTMX, "HX-Current-URL": board},
+    )
+    assert sorted(column_titles(edited, "pending")) == ["First", "Second", "Third"]
