@@ -173,5 +173,7 @@ def test_comments_need_text(cast):
 
 def test_a_task_made_from_a_wish_keeps_the_capitalization_of_its_text(cast):
     titled = services.wish_to_task(item=make_item(cast.project, "TODO: Dark mode", "For the dashboard."))
-    untitled = services.wish_to_task(item=make_item(cast.project, "WISH:", "IDEA: Keyboard shortcuts\nLike Linear."))
+    untitled = services.wish_to_task(
+        item=make_item(cast.project, "WISH:", "IDEA: Keyboard shortcuts\nLike Linear.")
+    )
     assert (titled.title, untitled.title) == ("Dark mode", "Keyboard shortcuts")

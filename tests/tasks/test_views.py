@@ -228,7 +228,13 @@ def test_quick_create_never_changes_the_boards_filters(signed_in, cast):
     for title, priority, assignee in (("First", "high", cast.member.pk), ("Second", "low", cast.owner.pk)):
         answer = signed_in.post(
             "/dashboard/tasks/create/",
-            {"project": cast.project.pk, "title": title, "priority": priority, "assignee": assignee, "quick": "1"},
+            {
+                "project": cast.project.pk,
+                "title": title,
+                "priority": priority,
+                "assignee": assignee,
+                "quick": "1",
+            },
             headers={**HTMX, "HX-Current-URL": board},
         )
         assert answer.status_code == 200
