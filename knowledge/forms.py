@@ -5,14 +5,14 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
+from knowledge.models import parse_tags
 
 
 class TagsField(forms.CharField):
-    """Tags typed as words separated by commas or spaces."""
+    """Tags typed as words separated by commas or spaces (knowledge.models.parse_tags)."""
 
     def to_python(self, value) -> list[str]:
-        value = super().to_python(value) or ""
-        return [tag for tag in value.replace(",", " ").split() if tag]
+        return parse_tags(super().to_python(value) or "")
 
     def prepare_value(self, value):
         return " ".join(value) if isinstance(value, list | tuple) else value

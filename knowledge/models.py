@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -12,9 +14,19 @@ from accounts.models import Project
 TEST_TAG = "test"
 
 
+# Quotes typed around or in a tag ("auth", 'ui', “ops”) are never part of it.
+TAG_QUOTES = str.maketrans("", "", "\"'`“”‘’«»")
+
+
 def normalize_tag(tag: str) -> str:
-    """Tags are compared as they are stored: stripped and lowercased ("Test " is the test tag)."""
-    return tag.strip().lower()
+    """Tags are compared as they are stored: without quotes, stripped and lowercased ("Test " and
+    '"test"' are the test tag)."""
+    return tag.translate(TAG_QUOTES).strip().lower()
+
+
+def parse_tags(text: str) -> list[str]:
+    """Tags typed on one line, separated by commas or spaces (``"auth", ui,ops`` → auth, ui, ops)."""
+    return [tag for tag in (normalize_tag(word) for word in re.split(r"[\s,]+", text)) if tag]
 
 
 class KnowledgeItemQuerySet(models.QuerySet):

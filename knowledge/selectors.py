@@ -7,6 +7,11 @@ from django.utils.translation import gettext_lazy as _
 from knowledge.models import KnowledgeItem, normalize_tag
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
+# Two items whose embeddings have a cosine at or above this say the same thing in other words
+# (all-MiniLM-L6-v2: a reworded sentence lands around 0.93-0.98, a different fact on the same
+# topic below 0.85). Saving such an item names the other, so the writer updates it instead of copying.
+NEAR_DUPLICATE_COSINE = 0.92
+NEAR_DUPLICATES_SHOWN = 3
 
 
 def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
@@ -19,6 +24,31 @@ def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
 def item_get(*, projects, pk: int) -> KnowledgeItem:
     """The item if the caller may see its project; 404 otherwise (never its title)."""
     return get_object_or_404(items_for(projects=projects), pk=pk)
+
+
+def moved_item(*, projects, pk: int) -> KnowledgeItem | None:
+    """The item if it left memory for tasks (archived) in a project the caller may see."""
+    return (
+        KnowledgeItem.objects.filter(project__in=projects, archived_at__isnull=False, pk=pk)
+        .only("pk", "title")
+        .first()
+    )
+
+
+def near_duplicates(item: KnowledgeItem) -> list[dict]:
+    """Other items of the item's project whose cosine to it is at least NEAR_DUPLICATE_COSINE."""
+    if item.embedding is None:
+        return []
+    rows = (
+        items_for(projects=[item.project])
+        .embedded()
+        .exclude(pk=item.pk)
+        .with_cosine(item.embedding)
+        .filter(cosine__gte=NEAR_DUPLICATE_COSINE)
+        .order_by("-cosine", "id")
+        .values_list("id", "title", "cosine")[:NEAR_DUPLICATES_SHOWN]
+    )
+    return [{"id": pk, "title": title, "cosine": round(float(cos), 4)} for pk, title, cos in rows]
 
 
 def overview_counts(*, projects) -> dict:

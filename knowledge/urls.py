@@ -13,4 +13,5 @@ urlpatterns = [
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),
     path("search/", views.search_page, name="search"),
     path("help/ranking", views.help_ranking, name="help-ranking"),
+    path("help/agents", views.help_agents, name="help-agents"),
 ]

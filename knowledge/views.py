@@ -5,8 +5,12 @@ from datetime import timedelta
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -26,6 +30,8 @@ def overview(request):
         "counts": selectors.overview_counts(projects=projects),
         "recent": selectors.items_for(projects=projects)[:10],
         "projects": projects,
+        "may_write": projects_for(user=request.user, scope="write").exists(),
+        "has_repositories": _has_repositories(projects),
     }
     return render(request, "knowledge/overview.html", context)
 
@@ -35,13 +41,32 @@ def item_list(request):
     projects = projects_for(user=request.user)
     tag = request.GET.get("tag") or None
     page = Paginator(selectors.items_for(projects=projects, tag=tag), 25).get_page(request.GET.get("page"))
-    context = {"page": page, "tag": tag, "tags": selectors.tags_in(projects=projects)}
+    context = {
+        "page": page,
+        "tag": tag,
+        "tags": selectors.tags_in(projects=projects),
+        "may_write": projects_for(user=request.user, scope="write").exists(),
+    }
     return render(request, "knowledge/item_list.html", context)
+
+
+def _has_repositories(projects) -> bool:
+    from gitsync import selectors as git
+
+    return git.repositories_for(projects=projects).exists()
 
 
 @require_GET
 def item_detail(request, pk: int):
-    item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
+    projects = projects_for(user=request.user)
+    try:
+        item = selectors.item_get(projects=projects, pk=pk)
+    except Http404:
+        moved = selectors.moved_item(projects=projects, pk=pk)
+        if moved is None:
+            raise
+        # Its old address names where it went: the task made from it.
+        return render(request, "knowledge/item_moved.html", {"item": moved}, status=404)
     may_write = may_change(user=request.user, project_id=item.project_id)
     from gitsync import selectors as git
 
@@ -57,10 +82,39 @@ def item_detail(request, pk: int):
     return render(request, "knowledge/item_detail.html", context)
 
 
+def _form_page(request, form: ItemForm, item=None):
+    """The item form, with its Markdown preview when asked for it: the preview alone to htmx, the whole
+    form again (nothing saved) without JavaScript."""
+    context = {"form": form, "item": item, "preview": None}
+    if "preview" in request.POST:
+        context["preview"] = request.POST.get("content", "")
+        if request.htmx:
+            return render(request, "knowledge/item_form.html#preview", context)
+    return render(request, "knowledge/item_form.html", context)
+
+
+def _warn_near_duplicate(request, item) -> None:
+    """As MCP's memory_ingest does: name an item that already says much the same, and link to it."""
+    duplicates = selectors.near_duplicates(item)
+    if duplicates:
+        first = duplicates[0]
+        messages.warning(
+            request,
+            format_html(
+                _('“{title}” already says much the same (similarity {cosine}). <a href="{url}">Open it</a>'),
+                title=first["title"],
+                cosine=number_format(first["cosine"], 2),
+                url=reverse("dashboard:item", args=[first["id"]]),
+            ),
+        )
+
+
 @require_http_methods(["GET", "POST"])
 def item_create(request):
     projects = projects_for(user=request.user, scope="write")
     form = ItemForm(request.POST or None, projects=projects)
+    if "preview" in request.POST:
+        return _form_page(request, form)
     if request.method == "POST" and form.is_valid():
         try:
             item = services.item_create(
@@ -79,8 +133,9 @@ def item_create(request):
                 )
             else:
                 messages.success(request, _("Saved."))
+            _warn_near_duplicate(request, item)
             return redirect("dashboard:item", pk=item.pk)
-    return render(request, "knowledge/item_form.html", {"form": form, "item": None})
+    return _form_page(request, form)
 
 
 def _writable_item(request, pk: int):
@@ -94,15 +149,18 @@ def item_edit(request, pk: int):
     item = _writable_item(request, pk)
     initial = {"title": item.title, "content": item.content, "tags": item.tags}
     form = ItemForm(request.POST or None, initial=initial, editing=True)
+    if "preview" in request.POST:
+        return _form_page(request, form, item)
     if request.method == "POST" and form.is_valid():
         try:
-            services.item_update(item=item, **form.cleaned_data)
+            item = services.item_update(item=item, **form.cleaned_data)
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
             messages.success(request, _("Saved."))
+            _warn_near_duplicate(request, item)
             return redirect("dashboard:item", pk=item.pk)
-    return render(request, "knowledge/item_form.html", {"form": form, "item": item})
+    return _form_page(request, form, item)
 
 
 @require_POST
@@ -169,3 +227,13 @@ def help_ranking(request):
         ),
     }
     return render(request, "knowledge/help_ranking.html", context)
+
+
+@require_GET
+def help_agents(request):
+    """How to point an agent (MCP) or a script (REST) at this server."""
+    context = {
+        "mcp_url": request.build_absolute_uri("/mcp"),
+        "search_url": request.build_absolute_uri(reverse("api:search")),
+    }
+    return render(request, "knowledge/help_agents.html", context)

@@ -32,6 +32,7 @@ from knowledge.ranking.signals import (
     RECENCY_WEIGHT,
     SCORE_CAP,
 )
+from knowledge.selectors import NEAR_DUPLICATE_COSINE, near_duplicates
 from knowledge.text import PROPOSAL_MARKERS
 from mcpserver.access import Caller, ensure_may_write, readable_projects, require_scope, writable_project
 from tasks import selectors as task_selectors
@@ -39,11 +40,6 @@ from tasks import services as task_services
 from tasks.api.serializers import TaskOutputSerializer
 from tasks.models import Task
 
-# Two items whose embeddings have a cosine at or above this say the same thing in other words
-# (all-MiniLM-L6-v2: a reworded sentence lands around 0.93-0.98, a different fact on the same
-# topic below 0.85). memory_ingest names such an item so the agent updates it instead of copying.
-NEAR_DUPLICATE_COSINE = 0.92
-NEAR_DUPLICATES_SHOWN = 3
 SNIPPET_CHARS = 600
 
 # The ranking's rules in an agent's words, built from the constants that define them.
@@ -161,22 +157,6 @@ def _item_text(data: dict, *, verb: str | None = None) -> str:
     if verb is None:
         lines += ["", data["content"]]
     return "\n".join(lines)
-
-
-def near_duplicates(item: KnowledgeItem) -> list[dict]:
-    """Other items of the item's project whose cosine to it is at least NEAR_DUPLICATE_COSINE."""
-    if item.embedding is None:
-        return []
-    rows = (
-        selectors.items_for(projects=[item.project])
-        .embedded()
-        .exclude(pk=item.pk)
-        .with_cosine(item.embedding)
-        .filter(cosine__gte=NEAR_DUPLICATE_COSINE)
-        .order_by("-cosine", "id")
-        .values_list("id", "title", "cosine")[:NEAR_DUPLICATES_SHOWN]
-    )
-    return [{"id": pk, "title": title, "cosine": round(float(cos), 4)} for pk, title, cos in rows]
 
 
 def memory_ingest(caller: Caller, *, title: str, content: str, tags: list[str] | None) -> Outcome:

@@ -29,7 +29,7 @@ from knowledge import embeddings
 from knowledge.api.serializers import LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
 from knowledge.models import TEST_TAG
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
-from knowledge.selectors import SEARCH_UNAVAILABLE
+from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
 from mcpserver import operations
 from mcpserver.access import Caller
 from mcpserver.operations import (
@@ -40,7 +40,6 @@ from mcpserver.operations import (
     GIT_RULE,
     MARKERS,
     MARKERS_SHORT,
-    NEAR_DUPLICATE_COSINE,
     PROPOSAL_RULE,
     RECENCY_RULE,
 )

@@ -31,6 +31,11 @@ def task_get(*, projects, pk: int) -> Task:
     return get_object_or_404(tasks_for(projects=projects), pk=pk)
 
 
+def task_from_item(*, projects, item_pk: int) -> Task:
+    """The task a wish became, if the caller may see its project; 404 otherwise."""
+    return get_object_or_404(Task.objects.in_projects(projects), source_item_id=item_pk)
+
+
 def task_next(*, projects) -> Task | None:
     """What to do next: the open task with the highest priority, then the earliest due date, then the oldest."""
     return tasks_for(projects=projects).open().by_urgency().first()

@@ -11,6 +11,7 @@ urlpatterns = [
     path("wishes/", views.wishes, name="wishes"),
     path("wishes/move/", views.wishes_move, name="wishes-move"),
     path("from-item/<int:pk>/", views.item_to_task, name="from-item"),
+    path("of-item/<int:pk>/", views.task_of_item, name="of-item"),
     path("<int:pk>/", views.task_detail, name="task"),
     path("<int:pk>/edit/", views.task_edit, name="edit"),
     path("<int:pk>/move/", views.task_move, name="move"),

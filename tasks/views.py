@@ -203,6 +203,13 @@ def task_back_to_memory(request, pk: int):
 
 
 @require_GET
+def task_of_item(request, pk: int):
+    """Where a wish went: the task made from item ``pk``."""
+    task = selectors.task_from_item(projects=projects_for(user=request.user), item_pk=pk)
+    return redirect("tasks:task", pk=task.pk)
+
+
+@require_GET
 def wishes(request):
     projects = projects_for(user=request.user)
     context = {
