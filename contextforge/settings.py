@@ -188,6 +188,7 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("es", "Español")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["contextforge.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

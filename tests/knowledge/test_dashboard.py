@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from knowledge.models import KnowledgeItem
@@ -102,3 +104,70 @@ def test_each_search_hit_links_to_the_ranking_help(signed_in, cast):
     make_item(cast.project, "Queues", "Background jobs run on Celery.")
     page = signed_in.get("/dashboard/search/", {"q": "celery"})
     assert b"/dashboard/help/ranking" in page.content
+
+
+def test_saving_a_near_duplicate_warns_and_offers_to_open_the_existing_item(signed_in, cast):
+    original = make_item(
+        cast.project,
+        "Token signing",
+        "Access tokens are JWTs signed with RS256 in src/lib/auth.ts; keys rotate weekly.",
+    )
+    form = {
+        "project": cast.project.pk,
+        "title": "JWT signing",
+        "content": "Access tokens are JWTs signed with RS256 in src/lib/auth.ts; the keys rotate weekly.",
+    }
+    page = signed_in.post("/dashboard/items/new/", form, follow=True).content.decode()
+    assert "already says much the same" in page and f'<a href="/dashboard/items/{original.pk}/">' in page
+    assert KnowledgeItem.objects.filter(title="JWT signing").exists()  # warned, not refused
+    distinct = {
+        "project": cast.project.pk,
+        "title": "Plants",
+        "content": "Water the office plants on Mondays.",
+    }
+    assert (
+        "already says much the same"
+        not in signed_in.post("/dashboard/items/new/", distinct, follow=True).content.decode()
+    )
+
+
+def test_the_empty_overview_shows_three_first_steps_instead_of_zeros(signed_in, cast):
+    empty = signed_in.get("/dashboard/").content.decode()
+    assert 'id="first-steps"' in empty and 'class="stats"' not in empty
+    for step in ("Add an item", "Create a key and connect an agent", "Connect a repository"):
+        assert step in empty
+    assert 'href="/dashboard/items/new/"' in empty and 'href="/api/v1/docs/"' in empty
+    make_item(cast.project, "A fact", "Postgres is our database.")
+    assert 'id="first-steps"' not in signed_in.get("/dashboard/").content.decode()
+
+
+def test_the_current_page_is_highlighted_in_the_navigation(signed_in, cast):
+    item = make_item(cast.project, "A fact", "Postgres is our database.")
+    for url, link in (
+        ("/dashboard/", "/dashboard/"),
+        (f"/dashboard/items/{item.pk}/", "/dashboard/items/"),
+        ("/dashboard/tasks/wishes/", "/dashboard/tasks/"),
+        ("/dashboard/keys/", "/dashboard/keys/"),
+    ):
+        current = re.findall(r'<a href="([^"]+)" aria-current="page">', signed_in.get(url).content.decode())
+        assert current == [link], url
+
+
+def test_the_agent_set_up_page_names_this_servers_mcp_address(signed_in):
+    page = signed_in.get("/dashboard/help/agents").content.decode()
+    assert "claude mcp add --transport http contextforge http://testserver/mcp" in page
+    assert 'href="/api/v1/docs/"' in page
+
+
+def test_a_wrong_password_is_shown_as_an_error(client, cast):
+    page = client.post("/accounts/login/", {"username": "member", "password": "wrong"}).content.decode()
+    assert re.search(r'<ul class="errorlist nonfield"[^>]*>\s*<li>Please enter a correct username', page)
+
+
+def test_swagger_ui_is_served_from_this_server_not_a_cdn(client):
+    page = client.get("/api/v1/docs/").content.decode()
+    sources = re.findall(r'<script[^>]+src="([^"]+)"', page) + re.findall(r'<link[^>]+href="([^"]+)"', page)
+    assert any("swagger-ui-bundle" in src for src in sources)
+    assert all(src.startswith("/") and not src.startswith("//") for src in sources), sources
+    for src in sources:
+        assert client.get(src.split("?")[0]).status_code == 200, src
