@@ -75,3 +75,17 @@ def test_the_data_migration_lowercases_and_strips_existing_tags(cast):
     migration = importlib.import_module("knowledge.migrations.0005_normalize_tags")
     migration.normalize_tags(apps, None)
     assert KnowledgeItem.objects.get(pk=item.pk).tags == ["ops", "test", "backend"]
+
+
+def test_the_data_migrations_drop_quotes_from_stored_tags_of_items_and_tasks(cast):
+    from tasks.models import Task
+    from tests.tasks.factories import make_task
+
+    item = make_item(cast.project, "Paging", "Who gets paged")
+    task = make_task(cast.project, "Page less")
+    KnowledgeItem.objects.filter(pk=item.pk).update(tags=['"ops"', "ops", "“ui”", '""'])
+    Task.objects.filter(pk=task.pk).update(tags=["'db'", "db", "api"])
+    importlib.import_module("knowledge.migrations.0006_strip_tag_quotes").strip_quotes(apps, None)
+    importlib.import_module("tasks.migrations.0002_strip_tag_quotes").strip_quotes(apps, None)
+    assert KnowledgeItem.objects.get(pk=item.pk).tags == ["ops", "ui"]
+    assert Task.objects.get(pk=task.pk).tags == ["db", "api"]
