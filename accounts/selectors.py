@@ -31,3 +31,8 @@ def role_in(*, user, project: Project) -> str | None:
 
 def api_keys_of(*, user) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(owner=user).select_related("project")
+
+
+def memberships_of(*, user) -> QuerySet[Membership]:
+    """The user's projects with their role in each, by project name."""
+    return Membership.objects.filter(user=user).select_related("project").order_by("project__name")

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from django.db import DatabaseError, connection
 from django.http import JsonResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from accounts.selectors import memberships_of
+from contextforge.middleware import MACHINE_PREFIXES
 from knowledge import embeddings
 
 
@@ -29,3 +33,13 @@ def healthz(request):
     if _signed_in_staff(request):
         body.update(database=database, embedder=embeddings.status())
     return JsonResponse(body, status=200 if up else 503)
+
+
+def permission_denied(request, exception=None):
+    """handler403: JSON for programs; for people, a page that says what was refused and what the
+    signed-in user's role allows in each of their projects."""
+    message = str(exception or "") or _("You may not do this.")
+    if request.path.startswith(MACHINE_PREFIXES):
+        return JsonResponse({"detail": message}, status=403)
+    memberships = memberships_of(user=request.user) if request.user.is_authenticated else []
+    return render(request, "403.html", {"exception": message, "memberships": memberships}, status=403)

@@ -60,6 +60,7 @@ def test_a_forbidden_change_answers_a_styled_page_that_explains_the_roles(client
     assert page.status_code == 403 and "<nav" in html
     assert "Your role in this project does not allow changes." in html
     assert "Viewer" in html and "Member" in html and "Ask an admin of the project" in html
+    assert re.search(r'id="your-roles"><li>Acme: <strong>Viewer</strong></li></ul>', html)
 
 
 def test_a_missing_page_is_styled_and_offers_search(client, cast):
