@@ -95,6 +95,8 @@ def test_the_preview_renders_without_saving_with_htmx_and_without_javascript(sig
     assert page.status_code == 200 and "<html" in html and "<h1>Blue-green</h1>" in html
     assert "# Blue-green" in html  # the form keeps what was typed
     assert not KnowledgeItem.objects.exists()
+    untitled = signed_in.post("/dashboard/items/new/", {**form, "title": ""}).content.decode()
+    assert "<h1>Blue-green</h1>" in untitled and 'class="error"' not in untitled
 
     item = make_item(cast.project, "Deploys", "old")
     edit = signed_in.post(
