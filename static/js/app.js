@@ -25,14 +25,17 @@ document.addEventListener("click", (event) => {
   if (!source) return;
   const text = source.textContent.trim();
   const done = () => { if (button.dataset.done) button.textContent = button.dataset.done; };
-  if (navigator.clipboard && window.isSecureContext) {
-    navigator.clipboard.writeText(text).then(done);
-  } else {
+  const selectAndCopy = () => {
     const range = document.createRange();
     range.selectNodeContents(source);
     const selection = window.getSelection();
     selection.removeAllRanges();
     selection.addRange(range);
     if (document.execCommand("copy")) done();
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, selectAndCopy);
+  } else {
+    selectAndCopy();
   }
 });
