@@ -62,10 +62,11 @@ def in_current_project(*, user, session) -> dict:
 
 def dashboard_projects(*, user, session, scope: str = Scope.READ) -> QuerySet[Project]:
     """What a dashboard page shows and its forms offer: the current project if one is chosen (and the
-    role allows ``scope`` there), otherwise every project the role allows ``scope`` in."""
+    role allows ``scope`` there), otherwise (none chosen, or the user left it) every project the role
+    allows ``scope`` in."""
     projects = projects_for(user=user, scope=scope)
-    pk = session.get(CURRENT_PROJECT_KEY)
-    return projects.filter(pk=pk) if pk is not None else projects
+    current = current_project(user=user, session=session)
+    return projects.filter(pk=current.pk) if current is not None else projects
 
 
 def memberships_of(*, project: Project) -> QuerySet[Membership]:

@@ -77,6 +77,16 @@ def test_the_switcher_scopes_the_pages_and_search_can_still_reach_every_project(
     assert "Billing retries" in client.get("/dashboard/items/").content.decode()
 
 
+def test_a_user_removed_from_the_current_project_sees_their_other_projects_again(cast):
+    services.membership_set(user=cast.member, project=cast.other_project, role="member")
+    make_item(cast.other_project, "Billing exports", "Exports run nightly.")
+    client = signed_in(cast.member)
+    client.post("/dashboard/projects/switch/", {"project": cast.project.pk})
+    assert "Billing exports" not in client.get("/dashboard/items/").content.decode()
+    signed_in(cast.owner).post("/dashboard/projects/acme/members/member/remove/")
+    assert "Billing exports" in client.get("/dashboard/items/").content.decode()
+
+
 def test_nobody_switches_to_a_project_they_do_not_belong_to(cast):
     client = signed_in(cast.owner)
     assert client.post("/dashboard/projects/switch/", {"project": cast.other_project.pk}).status_code == 403
