@@ -4,7 +4,7 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import Project, Role, Scope
+from accounts.models import DEFAULT_TASK_PREFIX, Project, Role, Scope
 from accounts.services import INVITATION_DAYS, INVITATION_MAX_DAYS
 
 SCOPE_NOT_ALLOWED = _("Your role allows only these scopes: {scopes}.")
@@ -46,7 +46,7 @@ class ProjectForm(forms.Form):
     task_prefix = forms.CharField(
         label=_("Task-id prefix"),
         max_length=10,
-        initial="CF",
+        initial=DEFAULT_TASK_PREFIX,
         help_text=_("AUTH gives task ids like AUTH-12."),
     )
     description = forms.CharField(
