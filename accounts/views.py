@@ -60,8 +60,8 @@ def key_snippets(*, secret: str, base_url: str) -> dict[str, str]:
     }
     return {
         "curl": (
-            f"curl -s -X POST {base_url.rstrip('/')}/api/v1/search/ -H '{header}' \\\n"
-            "  -H 'Content-Type: application/json' -d '{\"query\": \"how do we deploy?\"}'"
+            f"curl -s -X POST {base_url.rstrip('/')}/api/v1/search/ \\\n  -H '{header}' \\\n"
+            "  -H 'Content-Type: application/json' \\\n  -d '{\"query\": \"how do we deploy?\"}'"
         ),
         "claude": f"claude mcp add --transport http contextforge {mcp_url} \\\n  --header '{header}'",
         "mcp_json": json.dumps(mcp_json, indent=2),
