@@ -50,7 +50,9 @@ class ProjectListCreateApi(APIView):
             raise exceptions.PermissionDenied(BOUND_KEY_CANNOT_CREATE)
         data = validated(s.ProjectCreateInputSerializer, request.data)
         project = services.project_create(owner=request.user, **data)
-        return Response(s.ProjectOutputSerializer(_project(request, project.slug)).data, status=201)
+        return Response(
+            s.ProjectOutputSerializer(_project(request, project.slug)).data, status=status.HTTP_201_CREATED
+        )
 
 
 class ProjectDetailApi(APIView):
