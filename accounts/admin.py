@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from accounts.models import ApiKey, Membership, Project
+from accounts.models import ApiKey, Invitation, Membership, Project
 
 
 class MembershipInline(admin.TabularInline):
@@ -11,7 +11,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "created_at"]
+    list_display = ["name", "slug", "task_prefix", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
     search_fields = ["name", "slug"]
     inlines = [MembershipInline]
@@ -32,3 +32,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = ["revoked_at"]
     readonly_fields = ["prefix", "hashed_secret", "created_at", "last_used_at"]
     search_fields = ["name", "prefix", "owner__username"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["project", "role", "created_by", "created_at", "expires_at", "accepted_by", "accepted_at"]
+    list_filter = ["role"]
+    readonly_fields = ["hashed_token", "created_by", "created_at", "accepted_by", "accepted_at"]

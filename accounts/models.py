@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -40,9 +41,22 @@ class ProjectQuerySet(models.QuerySet):
         return projects
 
 
+DEFAULT_TASK_PREFIX = "CF"
+TASK_PREFIX_INVALID = _("A task-id prefix is 1 to 10 capital letters or digits, starting with a letter.")
+
+
 class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    # The AUTH of "AUTH-12".
+    task_prefix = models.CharField(
+        max_length=10,
+        default=DEFAULT_TASK_PREFIX,
+        validators=[RegexValidator(r"^[A-Z][A-Z0-9]{0,9}\Z", TASK_PREFIX_INVALID)],
+    )
+    # The last task number handed out; it only goes up, so a deleted task's number is never reused.
+    last_task_number = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ProjectQuerySet.as_manager()
@@ -65,6 +79,37 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def open(self, now) -> InvitationQuerySet:
+        """Invitations that may still be accepted: unused and unexpired."""
+        return self.filter(accepted_at__isnull=True, expires_at__gt=now)
+
+
+class Invitation(models.Model):
+    """A one-time link that makes whoever accepts it (signed in) a member with ``role``."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    hashed_token = models.CharField(max_length=64, unique=True, help_text=_("SHA-256 of the token."))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.project} ({self.role}) until {self.expires_at:%Y-%m-%d}"
 
 
 class ApiKeyQuerySet(models.QuerySet):

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import ApiKey, Membership, Project
+from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, Project, Role, Scope
+from accounts.services import invitation_token_hash
+
+# Where the dashboard keeps the project chosen in the header's switcher (its pk; absent: all projects).
+CURRENT_PROJECT_KEY = "current_project"
 
 
 def projects_for(*, user, scope: str = "read", api_key: ApiKey | None = None) -> QuerySet[Project]:
@@ -29,10 +34,73 @@ def role_in(*, user, project: Project) -> str | None:
     return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
-def api_keys_of(*, user) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(owner=user).select_related("project")
+def api_keys_of(*, user, revoked: bool = True) -> QuerySet[ApiKey]:
+    keys = ApiKey.objects.filter(owner=user).select_related("project")
+    return keys if revoked else keys.filter(revoked_at__isnull=True)
 
 
-def memberships_of(*, user) -> QuerySet[Membership]:
+def projects_with_role(*, user, projects: QuerySet[Project] | None = None) -> QuerySet[Project]:
+    """``projects`` (default: all the user's), each annotated with ``role``: the user's in it."""
+    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    projects = projects if projects is not None else projects_for(user=user)
+    return projects.annotate(role=Subquery(role))
+
+
+def current_project(*, user, session) -> Project | None:
+    """The project chosen in the switcher, if the user still belongs to it."""
+    pk = session.get(CURRENT_PROJECT_KEY)
+    if pk is None:
+        return None
+    return projects_for(user=user).filter(pk=pk).first()
+
+
+def in_current_project(*, user, session) -> dict:
+    """A new thing's form initial data: it starts in the current project, if one is chosen."""
+    current = current_project(user=user, session=session)
+    return {"project": current} if current else {}
+
+
+def dashboard_projects(*, user, session, scope: str = Scope.READ) -> QuerySet[Project]:
+    """What a dashboard page shows and its forms offer: the current project if one is chosen (and the
+    role allows ``scope`` there), otherwise (none chosen, or the user left it) every project the role
+    allows ``scope`` in."""
+    projects = projects_for(user=user, scope=scope)
+    current = current_project(user=user, session=session)
+    return projects.filter(pk=current.pk) if current is not None else projects
+
+
+def roles_of(*, user) -> QuerySet[Membership]:
     """The user's projects with their role in each, by project name."""
     return Membership.objects.filter(user=user).select_related("project").order_by("project__name")
+
+
+def memberships_of(*, project: Project) -> QuerySet[Membership]:
+    return Membership.objects.filter(project=project).select_related("user").order_by("user__username")
+
+
+def membership_get(*, project: Project, username: str) -> Membership | None:
+    return memberships_of(project=project).filter(user__username=username).first()
+
+
+def open_invitations(*, project: Project) -> QuerySet[Invitation]:
+    return Invitation.objects.filter(project=project).open(timezone.now()).select_related("created_by")
+
+
+def invitation_by_token(*, token: str) -> Invitation | None:
+    """An invitation that may still be accepted, by the token of its link."""
+    return (
+        Invitation.objects.open(timezone.now())
+        .select_related("project")
+        .filter(hashed_token=invitation_token_hash(token))
+        .first()
+    )
+
+
+def allowed_scopes(*, user, project: Project | None = None) -> list[str]:
+    """The scopes a new key of ``user`` may hold: what their role allows in ``project``, or without one
+    what it allows in any of their projects (a key never acts beyond its owner's role anyway)."""
+    memberships = Membership.objects.filter(user=user)
+    if project is not None:
+        memberships = memberships.filter(project=project)
+    granted = set().union(*(ROLE_SCOPES[Role(role)] for role in memberships.values_list("role", flat=True)))
+    return [scope for scope in Scope.values if scope in granted]

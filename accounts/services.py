@@ -3,18 +3,42 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import ApiKey, Membership, Project, Role, Scope
+from accounts.models import (
+    DEFAULT_TASK_PREFIX,
+    TASK_PREFIX_INVALID,
+    ApiKey,
+    Invitation,
+    Membership,
+    Project,
+    Role,
+    Scope,
+)
 
 SECRET_PREFIX = "cf_live_"
 INVALID_SCOPES = _("Unknown scope(s): {scopes}. Use read, write and admin.")
 NO_SCOPES = _("Give the key at least one scope.")
+NAME_REQUIRED = _("A project needs a name.")
+NAME_TOO_LONG = _("A project name has at most {max} characters.")
+SLUG_INVALID = _("A slug is 1 to 100 lowercase letters, digits, hyphens or underscores.")
+SLUG_TAKEN = _("A project with this slug exists already.")
+ROLE_INVALID = _("Not a role: choose one of {choices}.")
+USER_UNKNOWN = _("No user named “{username}”.")
+ALREADY_MEMBER = _("{username} is a member of this project already.")
+LAST_ADMIN = _("A project keeps at least one admin: make someone else admin first.")
+INVITATION_INVALID = _("This invitation link is unknown, used already or expired.")
+INVITATION_DAYS_INVALID = _("An invitation is valid for 1 to {max} days.")
+# An invitation link is valid this long unless its creator says otherwise, and never longer than the maximum.
+INVITATION_DAYS = 7
+INVITATION_MAX_DAYS = 90
 
 
 def hash_secret(secret: str) -> str:
@@ -75,17 +99,196 @@ def api_key_authenticate(*, secret: str) -> ApiKey | None:
     return key
 
 
+def _clean_project(values: dict) -> dict:
+    """Validate any of name, description, task_prefix; one ValidationError names each bad field."""
+    errors: dict[str, str] = {}
+    cleaned = dict(values)
+    max_name = Project._meta.get_field("name").max_length
+    if "name" in values:
+        name = values["name"].strip() if isinstance(values["name"], str) else ""
+        if not name:
+            errors["name"] = NAME_REQUIRED
+        elif len(name) > max_name:
+            errors["name"] = NAME_TOO_LONG.format(max=max_name)
+        cleaned["name"] = name
+    if "description" in values:
+        cleaned["description"] = (values["description"] or "").strip()
+    if "task_prefix" in values:
+        prefix = (values["task_prefix"] or "").strip().upper()
+        try:
+            Project._meta.get_field("task_prefix").run_validators(prefix)
+        except ValidationError:
+            errors["task_prefix"] = TASK_PREFIX_INVALID
+        cleaned["task_prefix"] = prefix
+    if errors:
+        raise ValidationError(errors)
+    return cleaned
+
+
+# Words the dashboard's project URLs use (/dashboard/projects/new/): no project is called that.
+RESERVED_SLUGS = frozenset({"new", "switch", "join"})
+
+
+def _slug_taken(slug: str) -> bool:
+    return slug in RESERVED_SLUGS or Project.objects.filter(slug=slug).exists()
+
+
+def _free_slug(name: str) -> str:
+    """A slug made from ``name`` that no project has yet."""
+    base = slugify(name)[:90] or "project"
+    slug, n = base, 1
+    while _slug_taken(slug):
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
 @transaction.atomic
-def project_create(*, name: str, slug: str, owner=None) -> Project:
-    project = Project.objects.create(name=name, slug=slug)
+def project_create(
+    *,
+    name: str,
+    slug: str = "",
+    owner=None,
+    description: str = "",
+    task_prefix: str = DEFAULT_TASK_PREFIX,
+) -> Project:
+    """A new project; its creator (``owner``) is its first admin. Without a slug one is made from the name."""
+    cleaned = _clean_project({"name": name, "description": description, "task_prefix": task_prefix})
+    if slug:
+        try:
+            Project._meta.get_field("slug").run_validators(slug)
+        except ValidationError:
+            raise ValidationError({"slug": SLUG_INVALID}) from None
+        if _slug_taken(slug):
+            raise ValidationError({"slug": SLUG_TAKEN})
+    project = Project.objects.create(slug=slug or _free_slug(cleaned["name"]), **cleaned)
     if owner is not None:
         Membership.objects.create(user=owner, project=project, role=Role.ADMIN)
+    return project
+
+
+@transaction.atomic
+def project_update(*, project: Project, **fields) -> Project:
+    """Change any of name, description, task_prefix (the slug, in URLs and keys' scripts, stays)."""
+    cleaned = _clean_project(fields)
+    for name, value in cleaned.items():
+        setattr(project, name, value)
+    project.save(update_fields=list(cleaned))
     return project
 
 
 def membership_set(*, user, project: Project, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(user=user, project=project, defaults={"role": role})
     return membership
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise ValidationError({"role": ROLE_INVALID.format(choices=", ".join(Role.values))})
+
+
+def _lock_memberships(project: Project) -> None:
+    """Hold the project's row until the transaction ends: changes to its admins happen one at a time,
+    so two admins demoting each other at once cannot leave it with none."""
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+
+
+def _ensure_another_admin(membership: Membership, field: str) -> None:
+    if membership.role != Role.ADMIN:
+        return
+    others = Membership.objects.filter(project_id=membership.project_id, role=Role.ADMIN)
+    if not others.exclude(pk=membership.pk).exists():
+        raise ValidationError({field: LAST_ADMIN})
+
+
+@transaction.atomic
+def membership_add(*, project: Project, username: str, role: str = Role.MEMBER) -> Membership:
+    """Invite by username: the user becomes a member at once."""
+    _check_role(role)
+    user = get_user_model().objects.filter(username=username.strip(), is_active=True).first()
+    if user is None:
+        raise ValidationError({"username": USER_UNKNOWN.format(username=username.strip())})
+    membership, created = Membership.objects.get_or_create(
+        user=user, project=project, defaults={"role": role}
+    )
+    if not created:
+        raise ValidationError({"username": ALREADY_MEMBER.format(username=user.username)})
+    return membership
+
+
+@transaction.atomic
+def membership_change_role(*, membership: Membership, role: str) -> Membership:
+    _check_role(role)
+    _lock_memberships(membership.project)
+    membership.refresh_from_db()
+    if role != Role.ADMIN:
+        _ensure_another_admin(membership, "role")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    """Remove a member, or leave a project; never its last admin. The member's keys bound to the project
+    stop working with the membership (their role there is gone)."""
+    _lock_memberships(membership.project)
+    membership.refresh_from_db()
+    _ensure_another_admin(membership, "username")
+    membership.delete()
+
+
+@dataclass(frozen=True)
+class NewInvitation:
+    invitation: Invitation
+    token: str  # in the link, shown once, never stored
+
+
+def invitation_token_hash(token: str) -> str:
+    return hash_secret(token)
+
+
+@transaction.atomic
+def invitation_create(
+    *, project: Project, created_by, role: str = Role.MEMBER, days: int = INVITATION_DAYS
+) -> NewInvitation:
+    _check_role(role)
+    if not isinstance(days, int) or not 1 <= days <= INVITATION_MAX_DAYS:
+        raise ValidationError({"days": INVITATION_DAYS_INVALID.format(max=INVITATION_MAX_DAYS)})
+    token = secrets.token_urlsafe(32)
+    invitation = Invitation.objects.create(
+        project=project,
+        role=role,
+        created_by=created_by,
+        hashed_token=invitation_token_hash(token),
+        expires_at=timezone.now() + timedelta(days=days),
+    )
+    return NewInvitation(invitation=invitation, token=token)
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, user, now: datetime | None = None) -> Membership:
+    """Use a one-time invitation: ``user`` becomes a member with its role (a member already keeps their
+    role, and the link stays usable for someone else)."""
+    now = now or timezone.now()
+    invitation = (
+        Invitation.objects.open(now)
+        .select_for_update()
+        .filter(hashed_token=invitation_token_hash(token))
+        .first()
+    )
+    if invitation is None:
+        raise ValidationError({"invitation": INVITATION_INVALID})
+    membership = Membership.objects.filter(user=user, project_id=invitation.project_id).first()
+    if membership is not None:
+        raise ValidationError({"invitation": ALREADY_MEMBER.format(username=user.username)})
+    invitation.accepted_by, invitation.accepted_at = user, now
+    invitation.save(update_fields=["accepted_by", "accepted_at"])
+    return Membership.objects.create(user=user, project_id=invitation.project_id, role=invitation.role)
+
+
+def invitation_revoke(*, invitation: Invitation) -> None:
+    invitation.delete()
 
 
 @transaction.atomic

@@ -1,35 +1,100 @@
 from __future__ import annotations
 
+import json
 import math
 
 from axes.helpers import get_cool_off
 from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import selectors, services
-from accounts.forms import ApiKeyForm
+from accounts.forms import ApiKeyForm, InvitationForm, MemberAddForm, ProjectForm, RoleForm, SignUpForm
+from accounts.models import Project, Role, Scope
+from contextforge.forms import apply_errors
+
+# The session keys of what a page shows once, after the POST that made it redirected there.
+NEW_KEY_SECRET = "new_key_secret"
+NEW_INVITATION_URL = "new_invitation_url"
+ADMINS_ONLY = gettext_lazy("Only the project's admins may do this.")
+MCP_PATH = "/mcp"
+
+
+def _safe_next(request, fallback: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return fallback
+
+
+# ----- API keys ---------------------------------------------------------------------------------
+
+
+def _key_form(request, data=None) -> ApiKeyForm:
+    user = request.user
+    return ApiKeyForm(
+        data,
+        projects=selectors.projects_for(user=user),
+        allowed_scopes=selectors.allowed_scopes(user=user),
+        scopes_for=lambda project: selectors.allowed_scopes(user=user, project=project),
+        initial=selectors.in_current_project(user=user, session=request.session),
+    )
+
+
+def key_snippets(*, secret: str, base_url: str) -> dict[str, str]:
+    """Ready-to-paste set-ups for a new key: a curl search, Claude Code's command, a .mcp.json entry."""
+    mcp_url = base_url.rstrip("/") + MCP_PATH
+    header = f"Authorization: Bearer {secret}"
+    mcp_json = {
+        "mcpServers": {
+            "contextforge": {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {secret}"}}
+        }
+    }
+    return {
+        "curl": (
+            f"curl -s -X POST {base_url.rstrip('/')}/api/v1/search/ \\\n  -H '{header}' \\\n"
+            "  -H 'Content-Type: application/json' \\\n  -d '{\"query\": \"how do we deploy?\"}'"
+        ),
+        "claude": f"claude mcp add --transport http contextforge {mcp_url} \\\n  --header '{header}'",
+        "mcp_json": json.dumps(mcp_json, indent=2),
+    }
 
 
 @require_http_methods(["GET", "POST"])
 def key_list(request):
-    projects = selectors.projects_for(user=request.user)
-    form = ApiKeyForm(request.POST or None, projects=projects)
-    new_secret = None
-    if request.method == "POST" and form.is_valid():
-        created = services.api_key_create(
-            owner=request.user,
-            name=form.cleaned_data["name"],
-            scopes=form.cleaned_data["scopes"],
-            project=form.cleaned_data["project"],
-        )
-        new_secret = created.secret
-        form = ApiKeyForm(projects=projects)
-    context = {"keys": selectors.api_keys_of(user=request.user), "form": form, "new_secret": new_secret}
-    return render(request, "accounts/key_list.html", context)
+    form = _key_form(request, request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            created = services.api_key_create(
+                owner=request.user,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                project=form.cleaned_data["project"],
+            )
+            # POST/redirect/GET: a reload shows the list, and never creates a second key.
+            request.session[NEW_KEY_SECRET] = created.secret
+            return redirect("keys:list")
+    new_secret = request.session.pop(NEW_KEY_SECRET, None) if request.method == "GET" else None
+    show_revoked = request.GET.get("revoked") == "1"
+    context = {
+        "keys": selectors.api_keys_of(user=request.user, revoked=show_revoked),
+        "revoked_count": selectors.api_keys_of(user=request.user).filter(revoked_at__isnull=False).count(),
+        "show_revoked": show_revoked,
+        "form": form,
+        "new_secret": new_secret,
+        "snippets": key_snippets(secret=new_secret, base_url=request.build_absolute_uri("/"))
+        if new_secret
+        else None,
+    }
+    return render(request, "accounts/key_list.html", context, status=400 if form.errors else 200)
 
 
 @require_POST
@@ -38,6 +103,227 @@ def key_revoke(request, pk: int):
     services.api_key_revoke(key=key)
     messages.success(request, _("Revoked “%(name)s”.") % {"name": key.name})
     return redirect("keys:list")
+
+
+# ----- projects ---------------------------------------------------------------------------------
+
+
+def _project(request, slug: str, *, admin: bool = False) -> Project:
+    """A project of the user's (404 otherwise); with ``admin``, one they administer (403 otherwise)."""
+    project = get_object_or_404(selectors.projects_for(user=request.user), slug=slug)
+    if (
+        admin
+        and not selectors.projects_for(user=request.user, scope=Scope.ADMIN).filter(pk=project.pk).exists()
+    ):
+        raise PermissionDenied(ADMINS_ONLY)
+    return project
+
+
+def _is_admin(request, project: Project) -> bool:
+    return selectors.role_in(user=request.user, project=project) == Role.ADMIN
+
+
+def _choose(request, project: Project | None) -> None:
+    if project is None:
+        request.session.pop(selectors.CURRENT_PROJECT_KEY, None)
+    else:
+        request.session[selectors.CURRENT_PROJECT_KEY] = project.pk
+
+
+@require_GET
+def project_list(request):
+    context = {"projects": selectors.projects_with_role(user=request.user)}
+    return render(request, "accounts/project_list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def project_create(request):
+    form = ProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            project = services.project_create(owner=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            _choose(request, project)
+            messages.success(request, _("Created the project “%(name)s”.") % {"name": project.name})
+            return redirect("projects:settings", slug=project.slug)
+    return render(request, "accounts/project_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_POST
+def project_switch(request):
+    pk = request.POST.get("project") or ""
+    project = None
+    if pk:
+        project = selectors.projects_for(user=request.user).filter(pk=pk if pk.isdigit() else None).first()
+        if project is None:
+            raise PermissionDenied(_("You are not a member of this project."))
+    _choose(request, project)
+    return redirect(_safe_next(request, reverse("dashboard:overview")))
+
+
+def _project_page(request, project: Project, template: str, status: int = 200, **context):
+    context |= {"project": project, "is_admin": _is_admin(request, project), "tab": template}
+    return render(request, f"accounts/{template}.html", context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def project_settings(request, slug: str):
+    project = _project(request, slug, admin=request.method == "POST")
+    initial = {"name": project.name, "task_prefix": project.task_prefix, "description": project.description}
+    form = ProjectForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.project_update(project=project, **form.cleaned_data)
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            messages.success(request, _("Saved."))
+            return redirect("projects:settings", slug=project.slug)
+    return _project_page(request, project, "project_settings", status=400 if form.errors else 200, form=form)
+
+
+@require_GET
+def project_members(request, slug: str):
+    project = _project(request, slug)
+    is_admin = _is_admin(request, project)
+    context = {
+        "memberships": selectors.memberships_of(project=project),
+        "roles": Role.choices,
+        "add_form": MemberAddForm(),
+        "invitation_form": InvitationForm(),
+        "invitations": selectors.open_invitations(project=project) if is_admin else [],
+        "new_invitation_url": request.session.pop(NEW_INVITATION_URL, None),
+    }
+    return _project_page(request, project, "project_members", **context)
+
+
+def _members_redirect(project: Project):
+    return redirect("projects:members", slug=project.slug)
+
+
+def _report(request, exc: ValidationError) -> None:
+    messages.error(request, " ".join(exc.messages))
+
+
+@require_POST
+def member_add(request, slug: str):
+    project = _project(request, slug, admin=True)
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            membership = services.membership_add(project=project, **form.cleaned_data)
+        except ValidationError as exc:
+            _report(request, exc)
+        else:
+            messages.success(
+                request,
+                _("%(username)s is now a member (%(role)s).")
+                % {"username": membership.user.username, "role": membership.get_role_display()},
+            )
+    else:
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    return _members_redirect(project)
+
+
+@require_POST
+def member_role(request, slug: str, username: str):
+    project = _project(request, slug, admin=True)
+    membership = get_object_or_404(selectors.memberships_of(project=project), user__username=username)
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        try:
+            services.membership_change_role(membership=membership, role=form.cleaned_data["role"])
+        except ValidationError as exc:
+            _report(request, exc)
+        else:
+            messages.success(
+                request,
+                _("%(username)s is now %(role)s.")
+                % {"username": username, "role": membership.get_role_display().lower()},
+            )
+    return _members_redirect(project)
+
+
+@require_POST
+def member_remove(request, slug: str, username: str):
+    leaving = username == request.user.username
+    project = _project(request, slug, admin=not leaving)
+    membership = get_object_or_404(selectors.memberships_of(project=project), user__username=username)
+    try:
+        services.membership_remove(membership=membership)
+    except ValidationError as exc:
+        _report(request, exc)
+        return _members_redirect(project)
+    if leaving:
+        if request.session.get(selectors.CURRENT_PROJECT_KEY) == project.pk:
+            _choose(request, None)
+        messages.success(request, _("You left “%(name)s”.") % {"name": project.name})
+        return redirect("projects:list")
+    messages.success(request, _("Removed %(username)s.") % {"username": username})
+    return _members_redirect(project)
+
+
+@require_POST
+def invitation_create(request, slug: str):
+    project = _project(request, slug, admin=True)
+    form = InvitationForm(request.POST)
+    if form.is_valid():
+        try:
+            created = services.invitation_create(
+                project=project, created_by=request.user, **form.cleaned_data
+            )
+        except ValidationError as exc:
+            _report(request, exc)
+        else:
+            url = request.build_absolute_uri(reverse("projects:join", args=[created.token]))
+            request.session[NEW_INVITATION_URL] = url
+    else:
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    return _members_redirect(project)
+
+
+@require_POST
+def invitation_revoke(request, slug: str, pk: int):
+    project = _project(request, slug, admin=True)
+    invitation = get_object_or_404(selectors.open_invitations(project=project), pk=pk)
+    services.invitation_revoke(invitation=invitation)
+    messages.success(request, _("The invitation link no longer works."))
+    return _members_redirect(project)
+
+
+@login_not_required
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request, token: str):
+    """The invitation link: a signed-in user accepts it; a visitor signs in, or makes an account, first."""
+    invitation = selectors.invitation_by_token(token=token)
+    signed_in = request.user.is_authenticated
+    signup = SignUpForm(request.POST if request.method == "POST" and not signed_in else None)
+    if request.method == "POST" and invitation is not None:
+        if not signed_in:
+            if not signup.is_valid():
+                return _join_page(request, invitation, signup, status=400)
+            user = signup.save()
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        try:
+            membership = services.invitation_accept(token=token, user=request.user)
+        except ValidationError as exc:
+            _report(request, exc)
+            return redirect("projects:list")
+        _choose(request, membership.project)
+        messages.success(
+            request,
+            _("Welcome to “%(name)s”: you are a %(role)s.")
+            % {"name": membership.project.name, "role": membership.get_role_display().lower()},
+        )
+        return redirect("dashboard:overview")
+    return _join_page(request, invitation, signup, status=200 if invitation else 404)
+
+
+def _join_page(request, invitation, signup, *, status: int):
+    context = {"invitation": invitation, "signup": signup, "login_next": request.get_full_path()}
+    return render(request, "accounts/invitation.html", context, status=status)
 
 
 def login_locked_out(request, original_response=None, credentials=None):

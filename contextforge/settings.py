@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import dj_email_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
@@ -142,6 +143,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
+                "accounts.context_processors.project_switcher",
             ],
         },
     },
@@ -181,6 +183,16 @@ AXES_FAILURE_LIMIT = 11  # ten failures are answered as wrong; the 11th within t
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_LOCKOUT_CALLABLE = "accounts.views.login_locked_out"
+# Password-reset mail: printed on the console unless DJANGO_EMAIL_URL names a server
+# (smtp://user:password@host:587/?tls=True, or submission://… for STARTTLS on 587).
+if os.environ.get("DJANGO_EMAIL_URL"):
+    try:
+        vars().update(dj_email_url.parse(os.environ["DJANGO_EMAIL_URL"]))
+    except Exception as exc:  # dj-email-url raises several types for a malformed URL
+        raise ImproperlyConfigured(f"DJANGO_EMAIL_URL is not a valid e-mail URL: {exc}") from exc
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "contextforge@localhost")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("knowledge.api.urls")),
     path("", include("gitsync.api.urls")),
     path("", include("tasks.api.urls")),
+    path("", include("accounts.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
 ]
@@ -22,6 +23,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"))),
     path("dashboard/", include("knowledge.urls")),
     path("dashboard/keys/", include("accounts.urls")),
+    path("dashboard/projects/", include("accounts.project_urls")),
     path("dashboard/repositories/", include("gitsync.urls")),
     path("dashboard/tasks/", include("tasks.urls")),
 ]

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
-from accounts.selectors import memberships_of
+from accounts.selectors import roles_of
 from contextforge.middleware import MACHINE_PREFIXES
 from knowledge import embeddings
 
@@ -41,5 +41,5 @@ def permission_denied(request, exception=None):
     message = str(exception or "") or _("You may not do this.")
     if request.path.startswith(MACHINE_PREFIXES):
         return JsonResponse({"detail": message}, status=403)
-    memberships = memberships_of(user=request.user) if request.user.is_authenticated else []
+    memberships = roles_of(user=request.user) if request.user.is_authenticated else []
     return render(request, "403.html", {"exception": message, "memberships": memberships}, status=403)

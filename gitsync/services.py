@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from gitsync.models import Commit, CommitFile, Repository, TreeFile, WebhookDelivery
 from gitsync.sources import (
@@ -34,6 +35,8 @@ from gitsync.sources import (
 )
 
 logger = logging.getLogger(__name__)
+
+NAME_TAKEN = gettext_lazy("The project has a repository of that name already.")
 
 # git log output: one record per commit, fields split by unit separators, then -z name-status.
 _RECORD, _FIELD = "\x1e", "\x1f"

@@ -1,15 +1,27 @@
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.selectors import projects_for
-from gitsync import selectors
+from accounts.models import Scope
+from accounts.selectors import dashboard_projects, projects_for
+from contextforge.forms import apply_errors
+from gitsync import selectors, services
+from gitsync.forms import RepositoryForm
+from gitsync.tasks import queue_sync
+
+ADMINS_CONNECT = gettext_lazy("Only the project's admins connect and sync its repositories.")
 
 
 @require_GET
 def repository_list(request):
-    repositories = selectors.repositories_for(projects=projects_for(user=request.user))
+    projects = dashboard_projects(user=request.user, session=request.session)
+    repositories = selectors.repositories_for(projects=projects)
     return render(request, "gitsync/repository_list.html", {"repositories": repositories})
 
 
@@ -25,3 +37,55 @@ def repository_detail(request, pk: int):
         "live_days": selectors.LIVE_DAYS,
     }
     return render(request, "gitsync/repository_detail.html", context)
+
+
+def _admin_project(request, slug: str, *, admin: bool):
+    project = get_object_or_404(projects_for(user=request.user), slug=slug)
+    is_admin = projects_for(user=request.user, scope=Scope.ADMIN).filter(pk=project.pk).exists()
+    if admin and not is_admin:
+        raise PermissionDenied(ADMINS_CONNECT)
+    return project, is_admin
+
+
+@require_http_methods(["GET", "POST"])
+def project_repositories(request, slug: str):
+    """A project's connected repositories with their status; its admins connect one (checked as the API
+    checks it) and sync them."""
+    project, is_admin = _admin_project(request, slug, admin=request.method == "POST")
+    form = RepositoryForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():  # a taken name fails the insert alone, not the request's connection
+                repository = services.repository_create(project=project, **form.cleaned_data)
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        except IntegrityError:
+            form.add_error("name", services.NAME_TAKEN)
+        else:
+            messages.success(request, _("Connected “%(name)s”.") % {"name": repository.name})
+            return redirect("gitsync:project-repositories", slug=project.slug)
+    context = {
+        "project": project,
+        "is_admin": is_admin,
+        "tab": "repositories",
+        "repositories": selectors.repositories_for(projects=[project]),
+        "form": form,
+    }
+    return render(request, "gitsync/project_repositories.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+def repository_sync(request, pk: int):
+    repository = get_object_or_404(
+        selectors.repositories_for(projects=projects_for(user=request.user, scope=Scope.ADMIN)), pk=pk
+    )
+    try:
+        queued = queue_sync(repository.pk)
+    except Exception as exc:  # the broker is down; beat syncs it later
+        messages.error(request, _("Could not queue the sync: %(error)s") % {"error": exc})
+    else:
+        if queued:
+            messages.success(request, _("Sync of “%(name)s” queued.") % {"name": repository.name})
+        else:
+            messages.info(request, _("A sync of “%(name)s” is queued already.") % {"name": repository.name})
+    return redirect("gitsync:project-repositories", slug=repository.project.slug)

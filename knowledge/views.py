@@ -14,7 +14,13 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.selectors import ensure_may_change, may_change, projects_for
+from accounts.selectors import (
+    dashboard_projects,
+    ensure_may_change,
+    in_current_project,
+    may_change,
+    projects_for,
+)
 from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ItemForm, SearchForm
@@ -25,7 +31,7 @@ from knowledge.text import PROPOSAL_MARKERS
 
 @require_GET
 def overview(request):
-    projects = projects_for(user=request.user)
+    projects = dashboard_projects(user=request.user, session=request.session)
     context = {
         "counts": selectors.overview_counts(projects=projects),
         "recent": selectors.items_for(projects=projects)[:10],
@@ -38,7 +44,7 @@ def overview(request):
 
 @require_GET
 def item_list(request):
-    projects = projects_for(user=request.user)
+    projects = dashboard_projects(user=request.user, session=request.session)
     tag = request.GET.get("tag") or None
     page = Paginator(selectors.items_for(projects=projects, tag=tag), 25).get_page(request.GET.get("page"))
     context = {
@@ -112,7 +118,8 @@ def _warn_near_duplicate(request, item) -> None:
 @require_http_methods(["GET", "POST"])
 def item_create(request):
     projects = projects_for(user=request.user, scope="write")
-    form = ItemForm(request.POST or None, projects=projects)
+    initial = in_current_project(user=request.user, session=request.session)
+    form = ItemForm(request.POST or None, projects=projects, initial=initial)
     if "preview" in request.POST:
         return _form_page(request, form)
     if request.method == "POST" and form.is_valid():
@@ -174,13 +181,19 @@ def item_delete(request, pk: int):
 @require_GET
 def search_page(request):
     form = SearchForm(request.GET or None)
-    projects = projects_for(user=request.user)
+    # The current project by default; "All my projects" (in=all) searches every project the user sees.
+    everywhere = request.GET.get("in") == "all"
+    if everywhere:
+        projects = projects_for(user=request.user)
+    else:
+        projects = dashboard_projects(user=request.user, session=request.session)
     context = {
         "form": form,
         "result": None,
         "query": "",
         "error": None,
         "several_projects": len(projects) > 1,
+        "everywhere": everywhere,
     }
     if form.is_valid() and form.cleaned_data["q"].strip():
         tags = form.cleaned_data["tags"]

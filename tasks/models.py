@@ -9,8 +9,6 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Project
 from knowledge.models import KnowledgeItem
 
-SHORT_ID_PREFIX = "CF"
-
 
 class Status(models.TextChoices):
     PENDING = "pending", _("Pending")
@@ -48,7 +46,7 @@ class TaskQuerySet(models.QuerySet):
 
 class Task(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
-    # Counts up per project: the 12 of "CF-12".
+    # Counts up per project (Project.last_task_number), never reused: the 12 of "CF-12".
     number = models.PositiveIntegerField(editable=False)
     title = models.CharField(max_length=300)
     description = models.TextField(blank=True)
@@ -81,7 +79,7 @@ class Task(models.Model):
 
     @property
     def short_id(self) -> str:
-        return f"{SHORT_ID_PREFIX}-{self.number}"
+        return f"{self.project.task_prefix}-{self.number}"
 
 
 class Comment(models.Model):

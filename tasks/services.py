@@ -7,7 +7,7 @@ from datetime import date
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F
 from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 
@@ -79,11 +79,12 @@ def _clean(project: Project, values: dict) -> dict:
 def task_create(*, project: Project, title: str, created_by=None, source_item=None, **fields) -> Task:
     cleaned = _clean(project, {"title": title, **fields})
     with transaction.atomic():
-        # One writer at a time per project hands out the next number.
-        Project.objects.select_for_update().filter(pk=project.pk).first()
-        last = Task.objects.filter(project=project).aggregate(last=Max("number"))["last"] or 0
+        # The increment locks the project's row until the transaction ends: one writer at a time per
+        # project takes the next number, and a number once taken is never handed out again.
+        Project.objects.filter(pk=project.pk).update(last_task_number=F("last_task_number") + 1)
+        number = Project.objects.values_list("last_task_number", flat=True).get(pk=project.pk)
         return Task.objects.create(
-            project=project, number=last + 1, created_by=created_by, source_item=source_item, **cleaned
+            project=project, number=number, created_by=created_by, source_item=source_item, **cleaned
         )
 
 

@@ -16,7 +16,14 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
-from accounts.selectors import CHANGES_FORBIDDEN, ensure_may_change, may_change, projects_for
+from accounts.selectors import (
+    CHANGES_FORBIDDEN,
+    dashboard_projects,
+    ensure_may_change,
+    in_current_project,
+    may_change,
+    projects_for,
+)
 from contextforge.forms import apply_errors
 from knowledge import selectors as knowledge_selectors
 from tasks import selectors, services
@@ -59,7 +66,7 @@ def _back_to_board(request):
 
 
 def _board(request, *, create_form: TaskForm | None = None, status: int = 200):
-    projects = projects_for(user=request.user)
+    projects = dashboard_projects(user=request.user, session=request.session)
     writable = projects_for(user=request.user, scope="write")
     members = selectors.members_of(projects=projects)
     filter_form = BoardFilterForm(
@@ -68,7 +75,13 @@ def _board(request, *, create_form: TaskForm | None = None, status: int = 200):
     context = {
         "columns": selectors.board(projects=projects, **filter_form.filters()),
         "filter_form": filter_form,
-        "create_form": create_form or TaskForm(projects=writable, members=members, quick=True),
+        "create_form": create_form
+        or TaskForm(
+            projects=writable,
+            members=members,
+            quick=True,
+            initial=in_current_project(user=request.user, session=request.session),
+        ),
         "may_write": writable.exists(),
         "statuses": Status.choices,
         "board_query": urlencode(_filters(request)),
@@ -106,7 +119,11 @@ def task_create(request):
 @require_GET
 def task_new(request):
     writable = _require_some_write(request)
-    form = TaskForm(projects=writable, members=selectors.members_of(projects=writable))
+    form = TaskForm(
+        projects=writable,
+        members=selectors.members_of(projects=writable),
+        initial=in_current_project(user=request.user, session=request.session),
+    )
     return render(request, "tasks/task_form.html", {"form": form, "task": None})
 
 
@@ -211,7 +228,7 @@ def task_of_item(request, pk: int):
 
 @require_GET
 def wishes(request):
-    projects = projects_for(user=request.user)
+    projects = dashboard_projects(user=request.user, session=request.session)
     context = {
         "wishes": selectors.wishes_for(projects=projects),
         "writable": set(projects_for(user=request.user, scope="write").values_list("pk", flat=True)),

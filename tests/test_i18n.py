@@ -30,7 +30,7 @@ MO_PATH = PO_PATH.with_suffix(".mo")
 # What the README's makemessages command leaves out: the virtualenv, data, benchmarks and tests.
 NOT_TRANSLATED = (".venv", "var", "bench", "tests")
 # Namespaces whose pages make up the dashboard; a namespace that does not exist yet is skipped.
-DASHBOARD_NAMESPACES = ("dashboard", "keys", "gitsync", "tasks")
+DASHBOARD_NAMESPACES = ("dashboard", "keys", "gitsync", "tasks", "projects")
 MONTHS_ES = "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split()
 
 
@@ -325,6 +325,10 @@ def dashboard_urls(memory) -> list[str]:
         reverse("gitsync:repository", args=[memory["repository"].pk]),
         reverse("tasks:task", args=[memory["task"].pk]),
         reverse("tasks:edit", args=[memory["task"].pk]),
+        reverse("projects:settings", args=["acme"]),
+        reverse("projects:members", args=["acme"]),
+        reverse("gitsync:project-repositories", args=["acme"]),
+        reverse("password_change"),
     ]
     return urls
 
@@ -342,7 +346,9 @@ def _get(client, url: str, language: str, via: str):
 def test_every_dashboard_page_renders_in_spanish_without_an_english_phrase_left(client, cast, memory, via):
     client.force_login(cast.owner)
     phrases = english_phrases(read_po(PO_PATH))
-    pages = [(client, url) for url in dashboard_urls(memory)] + [(Client(), reverse("login"))]
+    pages = [(client, url) for url in dashboard_urls(memory)] + [
+        (Client(), reverse(name)) for name in ("login", "password_reset")
+    ]
     checked = set()
     for page_client, url in pages:
         english = _get(page_client, url, "en", via)
@@ -366,6 +372,11 @@ def test_every_dashboard_page_renders_in_spanish_without_an_english_phrase_left(
         reverse("tasks:board"),
         reverse("tasks:wishes"),
         reverse("tasks:task", args=[memory["task"].pk]),
+    }
+    expected |= {
+        reverse("projects:list"),
+        reverse("projects:members", args=["acme"]),
+        reverse("password_reset"),
     }
     assert expected | {reverse("keys:list"), reverse("login"), reverse("gitsync:repositories")} <= checked
 

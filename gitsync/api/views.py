@@ -21,7 +21,6 @@ from gitsync.api import serializers as s
 from gitsync.models import Repository, WebhookDelivery
 from gitsync.tasks import queue_sync
 
-NAME_TAKEN = _("The project has a repository of that name already.")
 BAD_SIGNATURE = _("The webhook signature does not match.")
 REPLAYED = _("This delivery was received already.")
 # Where GitHub and GitLab put the id of a delivery (the same id when a delivery is sent again).
@@ -67,7 +66,7 @@ class RepositoryListCreateApi(APIView):
         try:
             repository = services.repository_create(project=project, **data)
         except IntegrityError:
-            raise ApplicationError(NAME_TAKEN, field="name") from None
+            raise ApplicationError(services.NAME_TAKEN, field="name") from None
         repository = self.get_queryset().get(pk=repository.pk)
         return Response(s.RepositoryWebhookSecretSerializer(repository).data, status=status.HTTP_201_CREATED)
 
@@ -93,7 +92,7 @@ class RepositoryDetailApi(APIView):
         try:
             services.repository_update(repository=repository, **data)
         except IntegrityError:
-            raise ApplicationError(NAME_TAKEN, field="name") from None
+            raise ApplicationError(services.NAME_TAKEN, field="name") from None
         return Response(s.RepositoryWebhookSecretSerializer(self.get_object(pk)).data)
 
     @extend_schema(operation_id="repositories_destroy", responses={204: None})

@@ -16,3 +16,26 @@ document.addEventListener("change", (event) => {
     field.form.requestSubmit ? field.form.requestSubmit() : field.form.submit();
   }
 });
+
+// A button with data-copy="#id" copies that element's text, and then reads its data-done label.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest && event.target.closest("[data-copy]");
+  if (!button) return;
+  const source = document.querySelector(button.dataset.copy);
+  if (!source) return;
+  const text = source.textContent.trim();
+  const done = () => { if (button.dataset.done) button.textContent = button.dataset.done; };
+  const selectAndCopy = () => {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    if (document.execCommand("copy")) done();
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, selectAndCopy);
+  } else {
+    selectAndCopy();
+  }
+});

@@ -196,7 +196,10 @@ def test_create_api_key_refuses_an_unknown_user_without_create(db):
 
 def test_the_keys_page_shows_a_new_secret_once_and_revokes(cast, client):
     client.force_login(cast.owner)
-    page = client.post("/dashboard/keys/", {"name": "laptop", "scopes": ["read"], "project": cast.project.pk})
+    # POST/redirect/GET: the secret is on the page the POST redirects to.
+    page = client.post(
+        "/dashboard/keys/", {"name": "laptop", "scopes": ["read"], "project": cast.project.pk}, follow=True
+    )
     key = ApiKey.objects.get(owner=cast.owner, name="laptop")
     assert b"cf_live_" in page.content and key.prefix.encode() in page.content
     assert b"cf_live_" not in client.get("/dashboard/keys/").content.replace(key.prefix.encode(), b"")

@@ -85,3 +85,18 @@ def test_an_item_patch_waiting_on_a_delete_gets_404(cast):
         KnowledgeItem.objects.filter(pk=item.pk).delete()
     thread.join(30)
     assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
+
+
+def test_tasks_created_at_once_in_one_project_get_distinct_numbers(cast):
+    start = threading.Barrier(4)
+
+    def create(n: int) -> int:
+        start.wait()
+        return services.task_create(project=cast.project, title=f"Task {n}").number
+
+    runs = [in_thread(lambda n=n: create(n)) for n in range(4)]
+    for thread, _ in runs:
+        thread.join(30)
+    assert sorted(result[0] for _, result in runs) == [1, 2, 3, 4]
+    cast.project.refresh_from_db()
+    assert cast.project.last_task_number == 4

@@ -34,6 +34,28 @@ def test_short_ids_count_up_per_project(cast):
     assert (first.short_id, second.short_id, elsewhere.short_id) == ("CF-1", "CF-2", "CF-1")
 
 
+def test_a_task_number_is_never_handed_out_again(cast):
+    wish = make_item(cast.project, "TODO: dark mode", "Users keep asking.")
+    moved = services.wish_to_task(item=wish)
+    assert moved.short_id == "CF-1"
+    services.task_back_to_memory(task=moved)
+    last = make_task(cast.project, "Two")
+    services.task_delete(task=last)
+    # Undone and deleted tasks keep their numbers: the next one is CF-3, never CF-1 or CF-2 again.
+    assert make_task(cast.project, "Three").short_id == "CF-3"
+    assert services.wish_to_task(item=wish).short_id == "CF-4"
+
+
+def test_a_projects_prefix_names_its_tasks_old_and_new(cast):
+    from accounts.services import project_update
+
+    old = make_task(cast.project, "One")
+    project_update(project=cast.project, task_prefix="auth")
+    old.refresh_from_db()
+    assert (old.short_id, make_task(cast.project, "Two").short_id) == ("AUTH-1", "AUTH-2")
+    assert make_task(cast.other_project, "Three").short_id == "CF-1"
+
+
 def test_next_is_the_highest_priority_then_the_earliest_due_date_then_the_oldest(cast):
     today = date.today()
     make_task(cast.project, "low but due today", priority="low", due_date=today)

@@ -214,9 +214,10 @@ def test_the_boards_filters_survive_a_move_even_with_characters_a_url_must_escap
     task = make_task(cast.project, "Research", tags=["r&d"])
     page = signed_in.get("/dashboard/tasks/", {"tag": "r&d"})
     assert column_titles(page, "pending") == ["Research"]
-    # Every form's way back (the card's move, the quick create, the language switcher) keeps the filter whole.
+    # Every form's way back (the card's move, the quick create, the project and language switchers) keeps
+    # the filter whole.
     backs = re.findall(r'name="next" value="([^"]*)"', page.content.decode())
-    assert len(backs) == 3 and set(backs) == {"/dashboard/tasks/?tag=r%26d"}
+    assert len(backs) == 4 and set(backs) == {"/dashboard/tasks/?tag=r%26d"}
     moved = signed_in.post(
         f"/dashboard/tasks/{task.pk}/move/", {"status": "done", "next": "/dashboard/tasks/?tag=r%26d"}
     )

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from accounts.models import Membership, Project, Role
+from accounts.services import INVITATION_DAYS, INVITATION_MAX_DAYS
+from contextforge.api.fields import StrictCharField
+from contextforge.api.validation import InputSerializer
+
+
+class ProjectOutputSerializer(serializers.ModelSerializer):
+    role = serializers.ChoiceField(
+        choices=Role.choices, read_only=True, help_text="Your role in the project."
+    )
+
+    class Meta:
+        model = Project
+        fields = ["slug", "name", "description", "task_prefix", "role", "created_at"]
+        read_only_fields = fields
+
+
+class ProjectCreateInputSerializer(InputSerializer):
+    name = StrictCharField(max_length=200)
+    slug = serializers.SlugField(max_length=100, required=False, help_text="Made from the name if left out.")
+    description = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+    task_prefix = StrictCharField(
+        required=False, max_length=10, help_text="AUTH gives task ids like AUTH-12."
+    )
+
+
+class ProjectUpdateInputSerializer(InputSerializer):
+    name = StrictCharField(max_length=200, required=False)
+    description = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+    task_prefix = StrictCharField(required=False, max_length=10)
+
+
+class MemberOutputSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    joined_at = serializers.DateTimeField(source="created_at", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "joined_at"]
+        read_only_fields = fields
+
+
+class MemberAddInputSerializer(InputSerializer):
+    username = StrictCharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class MemberUpdateInputSerializer(InputSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class InvitationInputSerializer(InputSerializer):
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=INVITATION_MAX_DAYS,
+        default=INVITATION_DAYS,
+        help_text="How long the link works.",
+    )
+
+
+class InvitationOutputSerializer(serializers.Serializer):
+    url = serializers.URLField(help_text="The one-time link; whoever opens it signed in joins the project.")
+    role = serializers.ChoiceField(choices=Role.choices)
+    expires_at = serializers.DateTimeField()

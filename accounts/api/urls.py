@@ -1,0 +1,17 @@
+from django.urls import path
+
+from accounts.api import views
+
+urlpatterns = [
+    path("projects/", views.ProjectListCreateApi.as_view(), name="projects"),
+    path("projects/<slug:slug>/", views.ProjectDetailApi.as_view(), name="project"),
+    path("projects/<slug:slug>/members/", views.MemberListCreateApi.as_view(), name="project-members"),
+    path(
+        "projects/<slug:slug>/members/<str:username>/",
+        views.MemberDetailApi.as_view(),
+        name="project-member",
+    ),
+    path(
+        "projects/<slug:slug>/invitations/", views.InvitationCreateApi.as_view(), name="project-invitations"
+    ),
+]
