@@ -19,9 +19,11 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from accounts.models import Project
+from contextforge.api import ApplicationError
+from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import JSON_TOO_DEEP, text_error
 from knowledge import embeddings
-from knowledge.models import KnowledgeItem, embedded_text, normalize_tag
+from knowledge.models import Action, ItemVersion, KnowledgeItem, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,18 @@ UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
 PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
+STALE_VERSION = _(
+    "This item has changed since version {expected}: its current version is {current}. "
+    "Read it again and apply your change to that version."
+)
+
+
+class StaleVersion(ApplicationError):
+    """An edit made against a version that is no longer the item's current one (HTTP 412)."""
+
+    def __init__(self, *, expected: int, current: int):
+        super().__init__(STALE_VERSION.format(expected=expected, current=current), status_code=412)
+        self.expected, self.current = expected, current
 
 
 def shown(value, limit: int = 80) -> str:
@@ -159,7 +173,7 @@ def item_create(
     )
     _derive(item)
     embedded = _embed_into([item])
-    with transaction.atomic():
+    with transaction.atomic(), history_context(action=Action.CREATE):
         item.save()
         if not embedded:
             _queue_embedding([item.pk])
@@ -169,10 +183,29 @@ def item_create(
 _UNSET = object()
 
 
-def item_update(*, item: KnowledgeItem, title=_UNSET, content=_UNSET, tags=_UNSET) -> KnowledgeItem:
-    with transaction.atomic():
+def item_version(*, item_id: int) -> int | None:
+    """The item's current version: the number of its latest recorded version (its ETag)."""
+    return ItemVersion.objects.filter(pgh_obj_id=item_id).values_list("pgh_id", flat=True).first()
+
+
+def item_update(
+    *,
+    item: KnowledgeItem,
+    title=_UNSET,
+    content=_UNSET,
+    tags=_UNSET,
+    expected_version: int | None = None,
+    action: str = Action.UPDATE,
+) -> KnowledgeItem:
+    """Change an item's text and/or tags. With ``expected_version``, only if the item is still at that
+    version (StaleVersion otherwise); without it the last write wins, and history keeps both."""
+    with transaction.atomic(), history_context(action=action):
         # Lock the row: two clients editing one item at once must not lose either edit.
         current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        if expected_version is not None:
+            version = item_version(item_id=current.pk)
+            if version != expected_version:
+                raise StaleVersion(expected=expected_version, current=version)
         new_title = current.title if title is _UNSET else title
         new_content = current.content if content is _UNSET else content
         new_tags = current.tags if tags is _UNSET else tags
@@ -200,18 +233,53 @@ def item_update(*, item: KnowledgeItem, title=_UNSET, content=_UNSET, tags=_UNSE
     return current
 
 
+def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:
+    """Make ``version``'s title, content and tags current again: a new version, re-embedded."""
+    with history_context(restored_version=version.pk):
+        return item_update(
+            item=item, title=version.title, content=version.content, tags=version.tags, action=Action.RESTORE
+        )
+
+
 def item_delete(*, item: KnowledgeItem) -> None:
-    item.delete()
+    """Move ``item`` to the trash: out of search, lists and export at once, otherwise kept as it is
+    (see item_untrash). A wish whose task was deleted with it goes to the trash as an item, not a task."""
+    with transaction.atomic(), history_context(action=Action.DELETE):
+        KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
+            deleted_at=timezone.now(), archived_at=None
+        )
+
+
+def item_untrash(*, item: KnowledgeItem) -> None:
+    """Bring an item back from the trash with the same id, text, timestamps and embedding."""
+    with transaction.atomic(), history_context(action=Action.RESTORE):
+        KnowledgeItem.objects.filter(pk=item.pk).update(deleted_at=None)
+
+
+def item_purge(*, item: KnowledgeItem) -> None:
+    """Delete an item from the trash for good, with its history."""
+    with transaction.atomic():
+        KnowledgeItem.objects.filter(pk=item.pk).trashed().delete()
+
+
+def trash_purge_expired(*, now: datetime | None = None) -> int:
+    """Purge every item that has been in the trash longer than CONTEXTFORGE_TRASH_DAYS; how many."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.CONTEXTFORGE_TRASH_DAYS)
+    with transaction.atomic():
+        _total, by_model = KnowledgeItem.objects.filter(deleted_at__lt=cutoff).delete()
+    return by_model.get(KnowledgeItem._meta.label, 0)
 
 
 def item_archive(*, item: KnowledgeItem) -> None:
     """Take ``item`` out of memory without touching anything else it holds (see item_restore)."""
-    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=timezone.now())
+    with transaction.atomic(), history_context(action=Action.TO_TASKS):
+        KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=timezone.now())
 
 
 def item_restore(*, item: KnowledgeItem) -> None:
     """Bring an archived item back to memory as it was: same text, tags, timestamps and embedding."""
-    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
+    with transaction.atomic(), history_context(action=Action.TO_MEMORY):
+        KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
 
 
 def items_embed(*, item_ids: Iterable[int]) -> int:
@@ -343,7 +411,7 @@ def items_import(
         valid.append((number, item))
     # Nothing is written before every line has been read: a bad line anywhere fails alone, and the
     # good lines are written all together or not at all.
-    with transaction.atomic():
+    with transaction.atomic(), history_context(channel=IMPORT, action=Action.IMPORT):
         _write_import(valid, report)
     return report
 
@@ -461,6 +529,7 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
             [meta.db_table, columns],
         )
         types = dict(cursor.fetchall())
+        carry_context(cursor)  # the COPY's rows are versions too: who imported them, and how
         raw = cursor.cursor
         register_vector_info(raw, TypeInfo.fetch(raw.connection, "vector"))  # numpy rows, sent as binary
         quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
