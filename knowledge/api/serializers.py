@@ -100,3 +100,36 @@ class ImportOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
     errors = ImportErrorSerializer(many=True)
     skipped_lines = serializers.ListField(child=serializers.IntegerField())
+
+
+class TrashedItemOutputSerializer(ItemOutputSerializer):
+    deleted_at = serializers.DateTimeField(read_only=True)
+
+    class Meta(ItemOutputSerializer.Meta):
+        fields = [*ItemOutputSerializer.Meta.fields, "deleted_at"]
+        read_only_fields = fields
+
+
+class VersionOutputSerializer(serializers.Serializer):
+    version = serializers.IntegerField(source="pgh_id", help_text="The version number (an item's ETag).")
+    item = serializers.IntegerField(source="pgh_obj_id")
+    title = serializers.CharField()
+    content = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    recorded_at = serializers.DateTimeField(source="pgh_created_at")
+    action = serializers.CharField(
+        help_text="create, update, delete, restore, to_tasks, to_memory or import."
+    )
+    user = serializers.CharField(source="user_name", allow_null=True, help_text="Who: a username.")
+    key = serializers.SerializerMethodField(help_text="The API key's name, if one was used.")
+    channel = serializers.SerializerMethodField(help_text="dashboard, api, mcp, import or admin.")
+    in_trash = serializers.SerializerMethodField()
+
+    def get_key(self, version) -> str | None:
+        return version.context.get("key")
+
+    def get_channel(self, version) -> str | None:
+        return version.context.get("channel")
+
+    def get_in_trash(self, version) -> bool:
+        return version.deleted_at is not None
