@@ -168,5 +168,10 @@ class ItemVersion(
         return self.context.get("action") or self.pgh_label
 
     @property
+    def text(self) -> str:
+        """The version as a diff compares it: title, tags and content."""
+        return f"{self.title}\n[{' '.join(self.tags)}]\n\n{self.content}"
+
+    @property
     def action_label(self) -> str:
         return Action(self.action).label if self.action in Action.values else self.action

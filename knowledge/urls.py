@@ -11,6 +11,15 @@ urlpatterns = [
     path("items/<int:pk>/", views.item_detail, name="item"),
     path("items/<int:pk>/edit/", views.item_edit, name="item-edit"),
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),
+    path(
+        "items/<int:pk>/history/<int:version>/restore/",
+        views.item_version_restore,
+        name="item-version-restore",
+    ),
+    path("trash/", views.trash, name="trash"),
+    path("trash/<int:pk>/restore/", views.trash_restore, name="trash-restore"),
+    path("trash/<int:pk>/purge/", views.trash_purge, name="trash-purge"),
+    path("activity/", views.activity, name="activity"),
     path("search/", views.search_page, name="search"),
     path("help/ranking", views.help_ranking, name="help-ranking"),
 ]

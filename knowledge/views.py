@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -13,10 +14,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.selectors import ensure_may_change, may_change, projects_for
 from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
-from knowledge.forms import ItemForm, SearchForm
+from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm
 from knowledge.models import TEST_TAG
 from knowledge.ranking import SearchFilters, reference_status, search, signals
-from knowledge.text import PROPOSAL_MARKERS
+from knowledge.text import PROPOSAL_MARKERS, version_diff
+
+HISTORY_SHOWN = 20
 
 
 @require_GET
@@ -49,6 +52,7 @@ def item_detail(request, pk: int):
     context = {
         "item": item,
         "may_write": may_write,
+        "history": _history(item),
         "commits": git.commits_touching(project_id=item.project_id, paths=item.references),
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
@@ -83,6 +87,14 @@ def item_create(request):
     return render(request, "knowledge/item_form.html", {"form": form, "item": None})
 
 
+def _history(item) -> list:
+    """The item's latest versions, newest first, each with its diff from the version before it."""
+    versions = list(selectors.item_versions(item=item)[: HISTORY_SHOWN + 1])
+    for version, previous in zip(versions, versions[1:] + [None], strict=True):
+        version.diff = version_diff(previous.text, version.text) if previous else []
+    return versions[:HISTORY_SHOWN]
+
+
 def _writable_item(request, pk: int):
     item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
     ensure_may_change(user=request.user, project_id=item.project_id)
@@ -92,25 +104,93 @@ def _writable_item(request, pk: int):
 @require_http_methods(["GET", "POST"])
 def item_edit(request, pk: int):
     item = _writable_item(request, pk)
-    initial = {"title": item.title, "content": item.content, "tags": item.tags}
+    version = services.item_version(item_id=item.pk)
+    initial = {"title": item.title, "content": item.content, "tags": item.tags, "version": version}
     form = ItemForm(request.POST or None, initial=initial, editing=True)
+    newer = None
     if request.method == "POST" and form.is_valid():
+        fields = dict(form.cleaned_data)
         try:
-            services.item_update(item=item, **form.cleaned_data)
+            services.item_update(item=item, expected_version=fields.pop("version"), **fields)
+        except services.StaleVersion as exc:
+            # Show the newer change beside the text being saved (kept in the form); a second save
+            # is made against the newer version, and history keeps both.
+            newer = selectors.item_version_get(item=item, version=exc.current)
+            form = ItemForm({**request.POST.dict(), "version": exc.current}, editing=True)
+            form.is_valid()
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
             messages.success(request, _("Saved."))
             return redirect("dashboard:item", pk=item.pk)
-    return render(request, "knowledge/item_form.html", {"form": form, "item": item})
+    return render(request, "knowledge/item_form.html", {"form": form, "item": item, "newer": newer})
+
+
+@require_POST
+def item_version_restore(request, pk: int, version: int):
+    item = _writable_item(request, pk)
+    target = selectors.item_version_get(item=item, version=version)
+    item = services.item_revert(item=item, version=target)
+    messages.success(request, _("Restored version %(version)s.") % {"version": version})
+    if item.is_pending:
+        messages.warning(request, _("The item will be searchable once the model has embedded it."))
+    return redirect("dashboard:item", pk=item.pk)
 
 
 @require_POST
 def item_delete(request, pk: int):
     item = _writable_item(request, pk)
     services.item_delete(item=item)
-    messages.success(request, _("Deleted “%(title)s”.") % {"title": item.title})
+    messages.success(request, _("Moved “%(title)s” to the trash.") % {"title": item.title})
     return redirect("dashboard:items")
+
+
+@require_GET
+def trash(request):
+    projects = projects_for(user=request.user)
+    page = Paginator(selectors.trash_for(projects=projects), 25).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "writable": set(projects_for(user=request.user, scope="write").values_list("pk", flat=True)),
+        "purgeable": set(projects_for(user=request.user, scope="admin").values_list("pk", flat=True)),
+        "days": settings.CONTEXTFORGE_TRASH_DAYS,
+    }
+    return render(request, "knowledge/trash.html", context)
+
+
+@require_POST
+def trash_restore(request, pk: int):
+    item = selectors.trashed_item_get(projects=projects_for(user=request.user, scope="write"), pk=pk)
+    services.item_untrash(item=item)
+    messages.success(request, _("Restored “%(title)s”.") % {"title": item.title})
+    return redirect("dashboard:item", pk=item.pk)
+
+
+@require_POST
+def trash_purge(request, pk: int):
+    item = selectors.trashed_item_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+    services.item_purge(item=item)
+    messages.success(request, _("Deleted “%(title)s” for good.") % {"title": item.title})
+    return redirect("dashboard:trash")
+
+
+@require_GET
+def activity(request):
+    projects = projects_for(user=request.user)
+    form = ActivityFilterForm(request.GET or None, projects=projects)
+    filters = form.cleaned_data if form.is_valid() else {}
+    chosen = filters.get("project")
+    versions = selectors.project_activity(
+        projects=[chosen] if chosen else projects,
+        user=filters.get("user"),
+        key=filters.get("key"),
+        channel=filters.get("channel"),
+    )
+    page = Paginator(versions, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    return render(request, "knowledge/activity.html", context)
 
 
 @require_GET
