@@ -93,3 +93,31 @@ def test_the_activity_page_filters_by_user_key_and_channel(cast, api_for):
     assert titles(key="test") == ["By key"]
     assert titles(channel="dashboard", user="owner") == []
     assert not signed_in(cast.outsider).get("/dashboard/activity/").context["page"].object_list
+
+
+def test_the_admin_shows_an_items_history_and_records_its_edits_on_the_admin_channel(cast):
+    cast.owner.is_staff = cast.owner.is_superuser = True
+    cast.owner.save()
+    item = make_item(cast.project, "Queue", "RabbitMQ.")
+    admin = signed_in(cast.owner)
+    url = f"/admin/knowledge/knowledgeitem/{item.pk}/change/"
+    assert "RabbitMQ." in admin.get(url).content.decode()
+    response = admin.post(
+        url,
+        {
+            "title": "Queue",
+            "content": "Redis.",
+            "tags": "",
+            "versions-TOTAL_FORMS": "0",
+            "versions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302
+    latest = ItemVersion.objects.filter(pgh_obj_id=item.pk).first()
+    assert (latest.content, latest.context["channel"], latest.context["user"]) == (
+        "Redis.",
+        "admin",
+        cast.owner.pk,
+    )
+    assert "Redis." in admin.get(url).content.decode()
+    assert admin.get("/admin/knowledge/itemversion/").status_code == 200
