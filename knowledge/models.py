@@ -175,3 +175,22 @@ class ItemVersion(
     @property
     def action_label(self) -> str:
         return Action(self.action).label if self.action in Action.values else self.action
+
+
+class Snapshot(models.Model):
+    """The state of every item of a project at one moment: the version each item stood at (in memory,
+    in tasks or in the trash). It refers to versions and copies no text."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="snapshots")
+    name = models.CharField(max_length=200)
+    versions = ArrayField(models.IntegerField(), default=list, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name

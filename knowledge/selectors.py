@@ -7,7 +7,7 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import ItemVersion, KnowledgeItem, normalize_tag
+from knowledge.models import ItemVersion, KnowledgeItem, Snapshot, normalize_tag
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 
@@ -82,3 +82,11 @@ def project_activity(
     if channel:
         versions = versions.filter(pgh_context__channel=channel)
     return versions.order_by("-pgh_id")
+
+
+def snapshots_for(*, projects) -> QuerySet[Snapshot]:
+    return Snapshot.objects.filter(project__in=projects).select_related("project")
+
+
+def snapshot_get(*, projects, pk: int) -> Snapshot:
+    return get_object_or_404(snapshots_for(projects=projects), pk=pk)

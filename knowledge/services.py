@@ -23,7 +23,7 @@ from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import JSON_TOO_DEEP, text_error
 from knowledge import embeddings
-from knowledge.models import Action, ItemVersion, KnowledgeItem, embedded_text, normalize_tag
+from knowledge.models import Action, ItemVersion, KnowledgeItem, Snapshot, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -295,6 +295,86 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
         elif items:
             raise embeddings.EmbeddingUnavailable(f"{len(items)} item(s) still pending")
     return done
+
+
+# ----- snapshots ---------------------------------------------------------------------------------
+
+SNAPSHOT_NAME_REQUIRED = _("A snapshot needs a name.")
+SNAPSHOT_NAME_TOO_LONG = _("A snapshot's name has at most {max} characters.")
+
+
+def snapshot_create(*, project: Project, name: str, created_by=None) -> Snapshot:
+    """Record the current version of every item of ``project`` (trashed and moved ones included)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError({"name": SNAPSHOT_NAME_REQUIRED})
+    max_length = Snapshot._meta.get_field("name").max_length
+    if len(name.strip()) > max_length:
+        raise ValidationError({"name": SNAPSHOT_NAME_TOO_LONG.format(max=max_length)})
+    with transaction.atomic():
+        latest = (
+            ItemVersion.objects.filter(pgh_obj__project=project)
+            .order_by("pgh_obj_id", "-pgh_id")
+            .distinct("pgh_obj_id")
+            .values_list("pgh_id", flat=True)
+        )
+        return Snapshot.objects.create(
+            project=project, name=name.strip(), versions=sorted(latest), created_by=created_by
+        )
+
+
+@dataclass
+class SnapshotPlan:
+    """What restoring a snapshot does, item by item: ids to revert to their snapshot text, to bring
+    back from the trash, and to move to the trash (created, or brought back, after the snapshot)."""
+
+    revert: list[int] = field(default_factory=list)
+    untrash: list[int] = field(default_factory=list)
+    trash: list[int] = field(default_factory=list)
+    targets: dict[int, ItemVersion] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict:
+        return {
+            name: {"count": len(ids), "ids": ids}
+            for name, ids in (("revert", self.revert), ("untrash", self.untrash), ("trash", self.trash))
+        }
+
+
+def _same_text(item: KnowledgeItem, version: ItemVersion) -> bool:
+    return (item.title, item.content, list(item.tags)) == (version.title, version.content, list(version.tags))
+
+
+def snapshot_plan(*, snapshot: Snapshot) -> SnapshotPlan:
+    """What ``snapshot_restore`` would do now. An item purged since the snapshot cannot come back."""
+    targets = {v.pgh_obj_id: v for v in ItemVersion.objects.filter(pk__in=snapshot.versions)}
+    plan = SnapshotPlan(targets=targets)
+    for item in KnowledgeItem.objects.filter(project=snapshot.project).defer("embedding").order_by("id"):
+        target = targets.get(item.pk)
+        in_trash = item.deleted_at is not None
+        if target is None or target.deleted_at is not None:
+            if not in_trash:
+                plan.trash.append(item.pk)
+            continue
+        if in_trash:
+            plan.untrash.append(item.pk)
+        if not _same_text(item, target):
+            plan.revert.append(item.pk)
+    return plan
+
+
+def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
+    """Bring the project's items back to the snapshot, recording a version for each change, all in
+    one transaction: a failure anywhere leaves nothing changed."""
+    with transaction.atomic(), history_context(snapshot=snapshot.pk):
+        Project.objects.select_for_update().filter(pk=snapshot.project_id).first()  # one restore at a time
+        plan = snapshot_plan(snapshot=snapshot)
+        items = KnowledgeItem.objects.in_bulk([*plan.revert, *plan.untrash, *plan.trash])
+        for pk in plan.untrash:
+            item_untrash(item=items[pk])
+        for pk in plan.revert:
+            item_revert(item=items[pk], version=plan.targets[pk])
+        for pk in plan.trash:
+            item_delete(item=items[pk])
+    return plan
 
 
 # ----- import ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
-from knowledge.models import KnowledgeItem
+from knowledge.models import KnowledgeItem, Snapshot
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -133,3 +133,35 @@ class VersionOutputSerializer(serializers.Serializer):
 
     def get_in_trash(self, version) -> bool:
         return version.deleted_at is not None
+
+
+class SnapshotCreateInputSerializer(InputSerializer):
+    project = serializers.SlugField(
+        required=False, help_text="Project slug; optional when the API key is bound to one project."
+    )
+    name = StrictCharField(max_length=200)
+
+
+class SnapshotOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    items = serializers.SerializerMethodField(help_text="How many items the snapshot holds.")
+
+    class Meta:
+        model = Snapshot
+        fields = ["id", "project", "name", "items", "created_at"]
+        read_only_fields = fields
+
+    def get_items(self, snapshot) -> int:
+        return len(snapshot.versions)
+
+
+class PlanPartSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class SnapshotRestoreOutputSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    revert = PlanPartSerializer(help_text="Items whose text goes back to the snapshot's.")
+    untrash = PlanPartSerializer(help_text="Items brought back from the trash.")
+    trash = PlanPartSerializer(help_text="Items moved to the trash (created after the snapshot).")

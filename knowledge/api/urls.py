@@ -16,5 +16,7 @@ urlpatterns = [
     path("trash/", views.TrashListApi.as_view(), name="trash"),
     path("trash/<int:pk>/", views.TrashPurgeApi.as_view(), name="trash-item"),
     path("trash/<int:pk>/restore/", views.TrashRestoreApi.as_view(), name="trash-restore"),
+    path("snapshots/", views.SnapshotListCreateApi.as_view(), name="snapshots"),
+    path("snapshots/<int:pk>/restore/", views.SnapshotRestoreApi.as_view(), name="snapshot-restore"),
     path("search/", views.SearchApi.as_view(), name="search"),
 ]

@@ -208,6 +208,54 @@ class TrashPurgeApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class SnapshotListCreateApi(GenericAPIView):
+    required_scope = "admin"
+    serializer_class = s.SnapshotOutputSerializer
+
+    @extend_schema(
+        operation_id="snapshots_list",
+        responses={200: s.SnapshotOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+    )
+    def get(self, request):
+        page = self.paginate_queryset(selectors.snapshots_for(projects=request_projects(request)))
+        return self.get_paginated_response(s.SnapshotOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="snapshots_create",
+        request=s.SnapshotCreateInputSerializer,
+        responses={201: s.SnapshotOutputSerializer, **COMMON_ERRORS},
+        description="Record the current version of every item of the project. Cheap: it refers to "
+        "versions and copies no text.",
+    )
+    def post(self, request):
+        data = validated(s.SnapshotCreateInputSerializer, request.data)
+        project = request_project(request, data.get("project"), "admin")
+        snapshot = services.snapshot_create(project=project, name=data["name"], created_by=request.user)
+        return Response(s.SnapshotOutputSerializer(snapshot).data, status=status.HTTP_201_CREATED)
+
+
+class SnapshotRestoreApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="snapshots_restore",
+        request=None,
+        parameters=[OpenApiParameter("dry_run", bool, description="Only answer what a restore would do.")],
+        responses={200: s.SnapshotRestoreOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Bring the project's items back to the snapshot in one transaction, recording a "
+        "version for each change: revert texts, bring items back from the trash, move items created "
+        "since to the trash. With dry_run=1, nothing changes.",
+    )
+    def post(self, request, pk: int):
+        snapshot = selectors.snapshot_get(projects=request_projects(request), pk=pk)
+        dry_run = request.query_params.get("dry_run", "") not in ("", "0", "false")
+        if dry_run:
+            plan = services.snapshot_plan(snapshot=snapshot)
+        else:
+            plan = services.snapshot_restore(snapshot=snapshot)
+        return Response({"dry_run": dry_run, **plan.as_dict()})
+
+
 class SearchApi(APIView):
     required_scope = "read"
 
