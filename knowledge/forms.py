@@ -59,3 +59,12 @@ class ActivityFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = projects
         self.fields["channel"].choices = [("", _("Any channel")), *((c, c) for c in CHANNELS)]
+
+
+class SnapshotForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    name = forms.CharField(label=_("Name"), max_length=200)
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects

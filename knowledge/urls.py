@@ -20,6 +20,8 @@ urlpatterns = [
     path("trash/<int:pk>/restore/", views.trash_restore, name="trash-restore"),
     path("trash/<int:pk>/purge/", views.trash_purge, name="trash-purge"),
     path("activity/", views.activity, name="activity"),
+    path("snapshots/", views.snapshots, name="snapshots"),
+    path("snapshots/<int:pk>/restore/", views.snapshot_restore, name="snapshot-restore"),
     path("search/", views.search_page, name="search"),
     path("help/ranking", views.help_ranking, name="help-ranking"),
 ]

@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.selectors import ensure_may_change, may_change, projects_for
 from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
-from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm
-from knowledge.models import TEST_TAG
+from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm, SnapshotForm
+from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.ranking import SearchFilters, reference_status, search, signals
 from knowledge.text import PROPOSAL_MARKERS, version_diff
 
@@ -249,3 +249,54 @@ def help_ranking(request):
         ),
     }
     return render(request, "knowledge/help_ranking.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def snapshots(request):
+    projects = projects_for(user=request.user, scope="admin")
+    form = SnapshotForm(request.POST or None, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        try:
+            snapshot = services.snapshot_create(
+                project=form.cleaned_data["project"], name=form.cleaned_data["name"], created_by=request.user
+            )
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            messages.success(request, _("Snapshot “%(name)s” taken.") % {"name": snapshot.name})
+            return redirect("dashboard:snapshots")
+    context = {"form": form, "snapshots": selectors.snapshots_for(projects=projects)}
+    return render(request, "knowledge/snapshots.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def snapshot_restore(request, pk: int):
+    """GET: what a restore would do; POST: do it."""
+    snapshot = selectors.snapshot_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+    if request.method == "POST":
+        plan = services.snapshot_restore(snapshot=snapshot)
+        messages.success(
+            request,
+            _(
+                "Restored “%(name)s”: %(revert)s reverted, %(untrash)s back from the trash, %(trash)s to the trash."
+            )
+            % {
+                "name": snapshot.name,
+                "revert": len(plan.revert),
+                "untrash": len(plan.untrash),
+                "trash": len(plan.trash),
+            },
+        )
+        return redirect("dashboard:snapshots")
+    plan = services.snapshot_plan(snapshot=snapshot)
+    titles = dict(
+        KnowledgeItem.objects.filter(pk__in=[*plan.revert, *plan.untrash, *plan.trash]).values_list(
+            "pk", "title"
+        )
+    )
+    parts = [
+        (_("Revert to the snapshot's text"), [(pk, titles[pk]) for pk in plan.revert]),
+        (_("Bring back from the trash"), [(pk, titles[pk]) for pk in plan.untrash]),
+        (_("Move to the trash (created since)"), [(pk, titles[pk]) for pk in plan.trash]),
+    ]
+    return render(request, "knowledge/snapshot_restore.html", {"snapshot": snapshot, "parts": parts})

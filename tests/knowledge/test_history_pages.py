@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from knowledge import services
-from knowledge.models import ItemVersion, KnowledgeItem
+from knowledge.models import ItemVersion, KnowledgeItem, Snapshot
 from tests.knowledge.factories import make_item
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +121,22 @@ def test_the_admin_shows_an_items_history_and_records_its_edits_on_the_admin_cha
     )
     assert "Redis." in admin.get(url).content.decode()
     assert admin.get("/admin/knowledge/itemversion/").status_code == 200
+
+
+def test_the_snapshot_page_previews_a_restore_and_does_it_for_project_admins_only(cast):
+    kept = make_item(cast.project, "Deploys", "We deploy with Ansible.")
+    owner = signed_in(cast.owner)
+    assert (
+        owner.post("/dashboard/snapshots/", {"project": cast.project.pk, "name": "Friday"}).status_code == 302
+    )
+    snapshot = Snapshot.objects.get()
+    services.item_update(item=kept, content="We deploy with Kubernetes.")
+    added = make_item(cast.project, "Later", "after the snapshot")
+    url = f"/dashboard/snapshots/{snapshot.pk}/restore/"
+    preview = owner.get(url).content.decode()
+    assert f"#{kept.pk} Deploys" in preview and f"#{added.pk} Later" in preview
+    assert KnowledgeItem.objects.get(pk=kept.pk).content == "We deploy with Kubernetes."
+    assert signed_in(cast.member).get(url).status_code == 404
+    assert owner.post(url).status_code == 302
+    assert KnowledgeItem.objects.get(pk=kept.pk).content == "We deploy with Ansible."
+    assert not KnowledgeItem.objects.alive().filter(pk=added.pk).exists()
