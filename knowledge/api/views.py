@@ -35,7 +35,6 @@ IF_MATCH = OpenApiParameter(
     description="The item's ETag as you read it: the change is made only if it is still the current "
     "version (412 otherwise). Without it the last write wins, and history keeps both versions.",
 )
-ETAG_HEADER = {"ETag": OpenApiResponse(description="The item's current version.")}
 
 
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
