@@ -5,6 +5,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from accounts.services import api_key_authenticate
+from contextforge.history import add_key
 
 MISSING_KEY = _("Authentication required: send 'Authorization: Bearer <API key>'.")
 INVALID_KEY = _("Unknown or revoked API key.")
@@ -25,6 +26,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key = api_key_authenticate(secret=parts[1])
         if key is None:
             raise exceptions.AuthenticationFailed(INVALID_KEY)
+        add_key(key)
         return key.owner, key
 
     def authenticate_header(self, request) -> str:

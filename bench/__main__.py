@@ -2,6 +2,7 @@
 database on the embedded server, then the embedding engines against each other (``--only search``,
 ``--only gitsync`` or ``--only embedding`` runs one of them). ``--only tenants`` runs the many-teams
 benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
+``--only history`` runs the cost of item history on the write path (bench/history.py).
 
 Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("search", "gitsync", "embedding", "tenants"),
+        choices=("search", "gitsync", "embedding", "history", "tenants"),
         help="Run one benchmark (default: all but tenants).",
     )
     parser.add_argument(
@@ -112,7 +113,27 @@ def main(argv=None) -> int:
         run_gitsync(data_dir, results_dir, commits=500 if args.quick else args.commits, repo=args.repo)
     if args.only in (None, "embedding"):
         run_embedding(data_dir, results_dir)
+    if args.only in (None, "history"):
+        run_history(data_dir, results_dir, quick=args.quick)
     return 0
+
+
+def run_history(data_dir: Path, results_dir: Path, *, quick: bool) -> dict:
+    from bench import history
+
+    out = results_dir / "history.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_history"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.history", "--json", str(out)]
+    if quick:
+        command += ["--writes", "60", "--imported", "500"]
+    subprocess.run(command, env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    history.report(result)
+    return result
 
 
 def run_embedding(data_dir: Path, results_dir: Path) -> dict:

@@ -11,6 +11,9 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from pghistory.middleware import HistoryMiddleware
+
+from contextforge.history import channel_of
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,14 @@ class DashboardLoginRequiredMiddleware(LoginRequiredMiddleware):
         if request.path.startswith(LOGIN_EXEMPT_PREFIXES):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+class HistoryContextMiddleware(HistoryMiddleware):
+    """Every version a write request records names its user and its channel (dashboard, api, admin);
+    the API's authentication adds the key, a service the action."""
+
+    def get_context(self, request) -> dict:
+        return {**super().get_context(request), "channel": channel_of(request.path)}
 
 
 class RejectNulMiddleware:

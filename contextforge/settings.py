@@ -88,6 +88,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "axes",
+    "pgtrigger",
+    "pghistory",
     "contextforge",
     "accounts",
     "knowledge",
@@ -112,7 +114,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+    "contextforge.middleware.HistoryContextMiddleware",
 ]
+# Writes are what history records; a read needs no history context.
+PGHISTORY_MIDDLEWARE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 # Content-Security-Policy (django-csp): scripts, styles and everything else from this site only; no
 # inline script or style (templates use static/js/app.js), no framing, forms post here only.
@@ -308,6 +313,8 @@ CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = env_int("CONTEXTFORGE_GIT_LOW_SPEED_LIMIT", 1
 CONTEXTFORGE_GIT_LOW_SPEED_TIME_S = env_int("CONTEXTFORGE_GIT_LOW_SPEED_TIME_S", 60, minimum=1)
 CONTEXTFORGE_GIT_LIVE_DAYS = 30
 CONTEXTFORGE_PENDING_EMBED_MINUTES = env_int("CONTEXTFORGE_PENDING_EMBED_MINUTES", 5, minimum=1)
+# Items in the trash longer than this are purged for good by beat.
+CONTEXTFORGE_TRASH_DAYS = env_int("CONTEXTFORGE_TRASH_DAYS", 30, minimum=1)
 
 CELERY_BEAT_SCHEDULE = {
     "embed-pending-items": {
@@ -317,6 +324,10 @@ CELERY_BEAT_SCHEDULE = {
     "sync-repositories": {
         "task": "gitsync.tasks.sync_all_repositories",
         "schedule": timedelta(minutes=CONTEXTFORGE_GIT_SYNC_MINUTES),
+    },
+    "purge-trash": {
+        "task": "knowledge.tasks.purge_trash",
+        "schedule": timedelta(hours=1),
     },
 }
 

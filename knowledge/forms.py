@@ -5,6 +5,7 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
+from contextforge.history import CHANNELS
 from knowledge.models import parse_tags
 
 
@@ -28,13 +29,17 @@ class ItemForm(forms.Form):
         strip=False,
     )
     tags = TagsField(label=_("Tags"), required=False, help_text=_("Separated by spaces or commas."))
+    # The version the edit was opened at: a save over a newer change shows that change instead.
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args, projects=None, editing: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = projects if projects is not None else Project.objects.none()
         if editing:
             del self.fields["project"]
-        elif projects is not None and projects.count() == 1:
+            return
+        del self.fields["version"]
+        if projects is not None and projects.count() == 1:
             self.fields["project"].initial = projects.first()
 
 
@@ -42,3 +47,24 @@ class SearchForm(forms.Form):
     q = forms.CharField(label=_("Query"), required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
     tags = TagsField(label=_("Tags"), required=False)
     limit = forms.IntegerField(min_value=1, max_value=100, required=False)
+
+
+class ActivityFilterForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"), required=False)
+    user = forms.CharField(label=_("User"), required=False, max_length=150)
+    key = forms.CharField(label=_("API key"), required=False, max_length=100)
+    channel = forms.ChoiceField(label=_("Channel"), required=False)
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects
+        self.fields["channel"].choices = [("", _("Any channel")), *((c, c) for c in CHANNELS)]
+
+
+class SnapshotForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    name = forms.CharField(label=_("Name"), max_length=200)
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import re
 
+import pghistory
+import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import ExpressionWrapper, Q
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import CosineDistance, VectorField
 
 from accounts.models import Project
@@ -31,8 +34,15 @@ def parse_tags(text: str) -> list[str]:
 
 class KnowledgeItemQuerySet(models.QuerySet):
     def in_projects(self, projects) -> KnowledgeItemQuerySet:
-        """The items of ``projects`` that are in memory: an item moved to tasks (archived) is not."""
-        return self.filter(project__in=projects, archived_at__isnull=True)
+        """The items of ``projects`` that are in memory: one moved to tasks (archived) or to the trash is not."""
+        return self.filter(project__in=projects).alive()
+
+    def alive(self) -> KnowledgeItemQuerySet:
+        """Items in memory: neither moved to tasks (archived) nor in the trash."""
+        return self.filter(archived_at__isnull=True, deleted_at__isnull=True)
+
+    def trashed(self) -> KnowledgeItemQuerySet:
+        return self.filter(deleted_at__isnull=False)
 
     def with_tags(self, tags: list[str] | None) -> KnowledgeItemQuerySet:
         """Items carrying any of ``tags`` (all items with no tags); test fixtures only if ``tags`` asks
@@ -88,6 +98,9 @@ class KnowledgeItem(models.Model):
     # Set when the item left memory (a wish moved to tasks): out of every list and search, kept
     # unchanged otherwise so that undoing the move brings it back exactly as it was.
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set when the item went to the trash: out of every list, search and export, kept unchanged
+    # otherwise (embedding included) so that restoring it brings it back as it was.
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = KnowledgeItemQuerySet.as_manager()
 
@@ -116,3 +129,80 @@ class KnowledgeItem(models.Model):
 
 def embedded_text(title: str, content: str) -> str:
     return f"{title}\n{content}"
+
+
+class Action(models.TextChoices):
+    """Why a version was recorded (the services name it; a write outside them is a create or update)."""
+
+    CREATE = "create", _("created")
+    UPDATE = "update", _("edited")
+    DELETE = "delete", _("moved to the trash")
+    RESTORE = "restore", _("restored")
+    TO_TASKS = "to_tasks", _("moved to tasks")
+    TO_MEMORY = "to_memory", _("back to memory")
+    IMPORT = "import", _("imported")
+
+
+# What a version holds: the text a person wrote and where the item stood (in memory, tasks or trash).
+# Never the embedding (restoring re-embeds) nor the columns derived from the text.
+VERSIONED_FIELDS = ["project", "title", "content", "tags", "archived_at", "deleted_at"]
+
+
+class ItemVersion(
+    pghistory.create_event_model(
+        KnowledgeItem,
+        # Database triggers, so every write is recorded, whatever made it: the ORM, a queryset
+        # update, or the binary COPY of an import. An update records a version only when one of
+        # VERSIONED_FIELDS changed (an embedding filled in later is not a version).
+        pghistory.InsertEvent("create"),
+        pghistory.UpdateEvent("update"),
+        fields=VERSIONED_FIELDS,
+        obj_field=pghistory.ObjForeignKey(related_name="versions", on_delete=models.CASCADE),
+        # Who, by which key and channel, and why (the action): the request's history context,
+        # stored with the version itself rather than in a shared table.
+        context_field=pghistory.ContextJSONField(),
+        context_id_field=None,
+    )
+):
+    """One recorded state of an item; ``pgh_id`` is its version number (and the item's ETag)."""
+
+    class Meta:
+        ordering = ["-pgh_id"]
+        # Versions are never edited; purging an item (or its project) deletes its versions.
+        triggers = [pgtrigger.Protect(name="versions_never_change", operation=pgtrigger.Update)]
+
+    @property
+    def context(self) -> dict:
+        return self.pgh_context or {}
+
+    @property
+    def action(self) -> str:
+        return self.context.get("action") or self.pgh_label
+
+    @property
+    def text(self) -> str:
+        """The version as a diff compares it: title, tags and content."""
+        return f"{self.title}\n[{' '.join(self.tags)}]\n\n{self.content}"
+
+    @property
+    def action_label(self) -> str:
+        return Action(self.action).label if self.action in Action.values else self.action
+
+
+class Snapshot(models.Model):
+    """The state of every item of a project at one moment: the version each item stood at (in memory,
+    in tasks or in the trash). It refers to versions and copies no text."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="snapshots")
+    name = models.CharField(max_length=200)
+    versions = ArrayField(models.IntegerField(), default=list, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import KnowledgeItem, normalize_tag
+from knowledge.models import ItemVersion, KnowledgeItem, Snapshot, normalize_tag
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 # Two items whose embeddings have a cosine at or above this say the same thing in other words
@@ -63,3 +66,57 @@ def overview_counts(*, projects) -> dict:
 def tags_in(*, projects) -> list[str]:
     rows = KnowledgeItem.objects.in_projects(projects).values_list("tags", flat=True)
     return sorted({tag for tags in rows for tag in tags})
+
+
+def trash_for(*, projects) -> QuerySet[KnowledgeItem]:
+    """The items of ``projects`` in the trash, most recently deleted first."""
+    return (
+        KnowledgeItem.objects.filter(project__in=projects)
+        .trashed()
+        .select_related("project")
+        .without_embedding()
+        .order_by("-deleted_at", "-id")
+    )
+
+
+def trashed_item_get(*, projects, pk: int) -> KnowledgeItem:
+    return get_object_or_404(trash_for(projects=projects), pk=pk)
+
+
+def versions_with_users(versions: QuerySet[ItemVersion]) -> QuerySet[ItemVersion]:
+    """``versions`` with ``user_name``: the username of the user their context names, if any."""
+    user_id = Cast(KT("pgh_context__user"), IntegerField())
+    users = get_user_model().objects.filter(pk=OuterRef("context_user")).values("username")
+    return versions.annotate(context_user=user_id, user_name=Subquery(users[:1]))
+
+
+def item_versions(*, item: KnowledgeItem) -> QuerySet[ItemVersion]:
+    """An item's versions, newest first."""
+    return versions_with_users(ItemVersion.objects.filter(pgh_obj_id=item.pk).order_by("-pgh_id"))
+
+
+def item_version_get(*, item: KnowledgeItem, version: int) -> ItemVersion:
+    """One version of ``item``; 404 for a version of another item or none at all."""
+    return get_object_or_404(item_versions(item=item), pk=version)
+
+
+def project_activity(
+    *, projects, user: str | None = None, key: str | None = None, channel: str | None = None
+) -> QuerySet[ItemVersion]:
+    """The versions recorded in ``projects``, newest first, narrowed to a username, key name or channel."""
+    versions = versions_with_users(ItemVersion.objects.filter(project__in=projects).select_related("project"))
+    if user:
+        versions = versions.filter(user_name=user)
+    if key:
+        versions = versions.filter(pgh_context__key=key)
+    if channel:
+        versions = versions.filter(pgh_context__channel=channel)
+    return versions.order_by("-pgh_id")
+
+
+def snapshots_for(*, projects) -> QuerySet[Snapshot]:
+    return Snapshot.objects.filter(project__in=projects).select_related("project")
+
+
+def snapshot_get(*, projects, pk: int) -> Snapshot:
+    return get_object_or_404(snapshots_for(projects=projects), pk=pk)

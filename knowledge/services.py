@@ -19,9 +19,11 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from accounts.models import Project
+from contextforge.api import ApplicationError
+from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import JSON_TOO_DEEP, text_error
 from knowledge import embeddings
-from knowledge.models import KnowledgeItem, embedded_text, normalize_tag
+from knowledge.models import Action, ItemVersion, KnowledgeItem, Snapshot, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,18 @@ UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
 PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
+STALE_VERSION = _(
+    "This item has changed since version {expected}: its current version is {current}. "
+    "Read it again and apply your change to that version."
+)
+
+
+class StaleVersion(ApplicationError):
+    """An edit made against a version that is no longer the item's current one (HTTP 412)."""
+
+    def __init__(self, *, expected: int, current: int):
+        super().__init__(STALE_VERSION.format(expected=expected, current=current), status_code=412)
+        self.expected, self.current = expected, current
 
 
 def shown(value, limit: int = 80) -> str:
@@ -159,7 +173,7 @@ def item_create(
     )
     _derive(item)
     embedded = _embed_into([item])
-    with transaction.atomic():
+    with transaction.atomic(), history_context(action=Action.CREATE):
         item.save()
         if not embedded:
             _queue_embedding([item.pk])
@@ -169,10 +183,29 @@ def item_create(
 _UNSET = object()
 
 
-def item_update(*, item: KnowledgeItem, title=_UNSET, content=_UNSET, tags=_UNSET) -> KnowledgeItem:
-    with transaction.atomic():
+def item_version(*, item_id: int) -> int | None:
+    """The item's current version: the number of its latest recorded version (its ETag)."""
+    return ItemVersion.objects.filter(pgh_obj_id=item_id).values_list("pgh_id", flat=True).first()
+
+
+def item_update(
+    *,
+    item: KnowledgeItem,
+    title=_UNSET,
+    content=_UNSET,
+    tags=_UNSET,
+    expected_version: int | None = None,
+    action: str = Action.UPDATE,
+) -> KnowledgeItem:
+    """Change an item's text and/or tags. With ``expected_version``, only if the item is still at that
+    version (StaleVersion otherwise); without it the last write wins, and history keeps both."""
+    with transaction.atomic(), history_context(action=action):
         # Lock the row: two clients editing one item at once must not lose either edit.
         current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        if expected_version is not None:
+            version = item_version(item_id=current.pk)
+            if version != expected_version:
+                raise StaleVersion(expected=expected_version, current=version)
         new_title = current.title if title is _UNSET else title
         new_content = current.content if content is _UNSET else content
         new_tags = current.tags if tags is _UNSET else tags
@@ -200,18 +233,53 @@ def item_update(*, item: KnowledgeItem, title=_UNSET, content=_UNSET, tags=_UNSE
     return current
 
 
+def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:
+    """Make ``version``'s title, content and tags current again: a new version, re-embedded."""
+    with history_context(restored_version=version.pk):
+        return item_update(
+            item=item, title=version.title, content=version.content, tags=version.tags, action=Action.RESTORE
+        )
+
+
 def item_delete(*, item: KnowledgeItem) -> None:
-    item.delete()
+    """Move ``item`` to the trash: out of search, lists and export at once, otherwise kept as it is
+    (see item_untrash). A wish whose task was deleted with it goes to the trash as an item, not a task."""
+    with transaction.atomic(), history_context(action=Action.DELETE):
+        KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
+            deleted_at=timezone.now(), archived_at=None
+        )
+
+
+def item_untrash(*, item: KnowledgeItem) -> None:
+    """Bring an item back from the trash with the same id, text, timestamps and embedding."""
+    with transaction.atomic(), history_context(action=Action.RESTORE):
+        KnowledgeItem.objects.filter(pk=item.pk).update(deleted_at=None)
+
+
+def item_purge(*, item: KnowledgeItem) -> None:
+    """Delete an item from the trash for good, with its history."""
+    with transaction.atomic():
+        KnowledgeItem.objects.filter(pk=item.pk).trashed().delete()
+
+
+def trash_purge_expired(*, now: datetime | None = None) -> int:
+    """Purge every item that has been in the trash longer than CONTEXTFORGE_TRASH_DAYS; how many."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.CONTEXTFORGE_TRASH_DAYS)
+    with transaction.atomic():
+        _total, by_model = KnowledgeItem.objects.filter(deleted_at__lt=cutoff).delete()
+    return by_model.get(KnowledgeItem._meta.label, 0)
 
 
 def item_archive(*, item: KnowledgeItem) -> None:
     """Take ``item`` out of memory without touching anything else it holds (see item_restore)."""
-    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=timezone.now())
+    with transaction.atomic(), history_context(action=Action.TO_TASKS):
+        KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=timezone.now())
 
 
 def item_restore(*, item: KnowledgeItem) -> None:
     """Bring an archived item back to memory as it was: same text, tags, timestamps and embedding."""
-    KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
+    with transaction.atomic(), history_context(action=Action.TO_MEMORY):
+        KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
 
 
 def items_embed(*, item_ids: Iterable[int]) -> int:
@@ -227,6 +295,86 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
         elif items:
             raise embeddings.EmbeddingUnavailable(f"{len(items)} item(s) still pending")
     return done
+
+
+# ----- snapshots ---------------------------------------------------------------------------------
+
+SNAPSHOT_NAME_REQUIRED = _("A snapshot needs a name.")
+SNAPSHOT_NAME_TOO_LONG = _("A snapshot's name has at most {max} characters.")
+
+
+def snapshot_create(*, project: Project, name: str, created_by=None) -> Snapshot:
+    """Record the current version of every item of ``project`` (trashed and moved ones included)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError({"name": SNAPSHOT_NAME_REQUIRED})
+    max_length = Snapshot._meta.get_field("name").max_length
+    if len(name.strip()) > max_length:
+        raise ValidationError({"name": SNAPSHOT_NAME_TOO_LONG.format(max=max_length)})
+    with transaction.atomic():
+        latest = (
+            ItemVersion.objects.filter(pgh_obj__project=project)
+            .order_by("pgh_obj_id", "-pgh_id")
+            .distinct("pgh_obj_id")
+            .values_list("pgh_id", flat=True)
+        )
+        return Snapshot.objects.create(
+            project=project, name=name.strip(), versions=sorted(latest), created_by=created_by
+        )
+
+
+@dataclass
+class SnapshotPlan:
+    """What restoring a snapshot does, item by item: ids to revert to their snapshot text, to bring
+    back from the trash, and to move to the trash (created, or brought back, after the snapshot)."""
+
+    revert: list[int] = field(default_factory=list)
+    untrash: list[int] = field(default_factory=list)
+    trash: list[int] = field(default_factory=list)
+    targets: dict[int, ItemVersion] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict:
+        return {
+            name: {"count": len(ids), "ids": ids}
+            for name, ids in (("revert", self.revert), ("untrash", self.untrash), ("trash", self.trash))
+        }
+
+
+def _same_text(item: KnowledgeItem, version: ItemVersion) -> bool:
+    return (item.title, item.content, list(item.tags)) == (version.title, version.content, list(version.tags))
+
+
+def snapshot_plan(*, snapshot: Snapshot) -> SnapshotPlan:
+    """What ``snapshot_restore`` would do now. An item purged since the snapshot cannot come back."""
+    targets = {v.pgh_obj_id: v for v in ItemVersion.objects.filter(pk__in=snapshot.versions)}
+    plan = SnapshotPlan(targets=targets)
+    for item in KnowledgeItem.objects.filter(project=snapshot.project).defer("embedding").order_by("id"):
+        target = targets.get(item.pk)
+        in_trash = item.deleted_at is not None
+        if target is None or target.deleted_at is not None:
+            if not in_trash:
+                plan.trash.append(item.pk)
+            continue
+        if in_trash:
+            plan.untrash.append(item.pk)
+        if not _same_text(item, target):
+            plan.revert.append(item.pk)
+    return plan
+
+
+def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
+    """Bring the project's items back to the snapshot, recording a version for each change, all in
+    one transaction: a failure anywhere leaves nothing changed."""
+    with transaction.atomic(), history_context(snapshot=snapshot.pk):
+        Project.objects.select_for_update().filter(pk=snapshot.project_id).first()  # one restore at a time
+        plan = snapshot_plan(snapshot=snapshot)
+        items = KnowledgeItem.objects.in_bulk([*plan.revert, *plan.untrash, *plan.trash])
+        for pk in plan.untrash:
+            item_untrash(item=items[pk])
+        for pk in plan.revert:
+            item_revert(item=items[pk], version=plan.targets[pk])
+        for pk in plan.trash:
+            item_delete(item=items[pk])
+    return plan
 
 
 # ----- import ---------------------------------------------------------------------------------
@@ -343,7 +491,7 @@ def items_import(
         valid.append((number, item))
     # Nothing is written before every line has been read: a bad line anywhere fails alone, and the
     # good lines are written all together or not at all.
-    with transaction.atomic():
+    with transaction.atomic(), history_context(channel=IMPORT, action=Action.IMPORT):
         _write_import(valid, report)
     return report
 
@@ -461,6 +609,7 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
             [meta.db_table, columns],
         )
         types = dict(cursor.fetchall())
+        carry_context(cursor)  # the COPY's rows are versions too: who imported them, and how
         raw = cursor.cursor
         register_vector_info(raw, TypeInfo.fetch(raw.connection, "vector"))  # numpy rows, sent as binary
         quoted = ", ".join(connection.ops.quote_name(column) for column in columns)

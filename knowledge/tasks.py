@@ -18,3 +18,8 @@ def embed_pending_items(batch: int = 256) -> int:
     """The sweep that catches items whose embedding task was lost (a broker down at save time)."""
     ids = list(KnowledgeItem.objects.pending().order_by("id").values_list("id", flat=True)[:batch])
     return services.items_embed(item_ids=ids) if ids else 0
+
+
+@shared_task
+def purge_trash() -> int:
+    return services.trash_purge_expired()

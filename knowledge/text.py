@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
 PROPOSAL_MARKERS = ("TODO:", "FIXME:", "WISH:", "XXX:", "HACK:", "IDEA:")
@@ -58,3 +59,11 @@ def without_marker(text: str) -> str:
         if stripped.startswith(marker):
             return stripped[len(marker) :].strip()
     return text
+
+
+def version_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """The lines that differ between two texts, with two lines of context: ("add" | "remove" |
+    "same" | "gap", line). Empty when the texts are the same."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2))[2:]
+    kinds = {"+": "add", "-": "remove", " ": "same", "@": "gap"}
+    return [(kinds[line[0]], "…" if line.startswith("@@") else line[1:]) for line in lines if line]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -23,10 +24,12 @@ from accounts.selectors import (
 )
 from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
-from knowledge.forms import ItemForm, SearchForm
-from knowledge.models import TEST_TAG
+from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm, SnapshotForm
+from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.ranking import SearchFilters, reference_status, search, signals
-from knowledge.text import PROPOSAL_MARKERS
+from knowledge.text import PROPOSAL_MARKERS, version_diff
+
+HISTORY_SHOWN = 20
 
 
 @require_GET
@@ -80,6 +83,7 @@ def item_detail(request, pk: int):
     context = {
         "item": item,
         "may_write": may_write,
+        "history": _history(item),
         "commits": git.commits_touching(project_id=item.project_id, paths=item.references),
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
@@ -88,10 +92,10 @@ def item_detail(request, pk: int):
     return render(request, "knowledge/item_detail.html", context)
 
 
-def _form_page(request, form: ItemForm, item=None):
+def _form_page(request, form: ItemForm, item=None, newer=None):
     """The item form, with its Markdown preview when asked for it: the preview alone to htmx, the whole
-    form again (nothing saved) without JavaScript."""
-    context = {"form": form, "item": item, "preview": None}
+    form again (nothing saved) without JavaScript. ``newer``: a version saved since the form was opened."""
+    context = {"form": form, "item": item, "preview": None, "newer": newer}
     if "preview" in request.POST:
         context["preview"] = request.POST.get("content", "")
         if request.htmx:
@@ -145,6 +149,14 @@ def item_create(request):
     return _form_page(request, form)
 
 
+def _history(item) -> list:
+    """The item's latest versions, newest first, each with its diff from the version before it."""
+    versions = list(selectors.item_versions(item=item)[: HISTORY_SHOWN + 1])
+    for version, previous in zip(versions, versions[1:] + [None], strict=True):
+        version.diff = version_diff(previous.text, version.text) if previous else []
+    return versions[:HISTORY_SHOWN]
+
+
 def _writable_item(request, pk: int):
     item = selectors.item_get(projects=projects_for(user=request.user), pk=pk)
     ensure_may_change(user=request.user, project_id=item.project_id)
@@ -154,28 +166,96 @@ def _writable_item(request, pk: int):
 @require_http_methods(["GET", "POST"])
 def item_edit(request, pk: int):
     item = _writable_item(request, pk)
-    initial = {"title": item.title, "content": item.content, "tags": item.tags}
+    version = services.item_version(item_id=item.pk)
+    initial = {"title": item.title, "content": item.content, "tags": item.tags, "version": version}
     form = ItemForm(request.POST or None, initial=initial, editing=True)
     if "preview" in request.POST:
         return _form_page(request, form, item)
+    newer = None
     if request.method == "POST" and form.is_valid():
+        fields = dict(form.cleaned_data)
         try:
-            item = services.item_update(item=item, **form.cleaned_data)
+            item = services.item_update(item=item, expected_version=fields.pop("version"), **fields)
+        except services.StaleVersion as exc:
+            # Show the newer change beside the text being saved (kept in the form); a second save
+            # is made against the newer version, and history keeps both.
+            newer = selectors.item_version_get(item=item, version=exc.current)
+            form = ItemForm({**request.POST.dict(), "version": exc.current}, editing=True)
+            form.is_valid()
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
             messages.success(request, _("Saved."))
             _warn_near_duplicate(request, item)
             return redirect("dashboard:item", pk=item.pk)
-    return _form_page(request, form, item)
+    return _form_page(request, form, item, newer=newer)
+
+
+@require_POST
+def item_version_restore(request, pk: int, version: int):
+    item = _writable_item(request, pk)
+    target = selectors.item_version_get(item=item, version=version)
+    item = services.item_revert(item=item, version=target)
+    messages.success(request, _("Restored version %(version)s.") % {"version": version})
+    if item.is_pending:
+        messages.warning(request, _("The item will be searchable once the model has embedded it."))
+    return redirect("dashboard:item", pk=item.pk)
 
 
 @require_POST
 def item_delete(request, pk: int):
     item = _writable_item(request, pk)
     services.item_delete(item=item)
-    messages.success(request, _("Deleted “%(title)s”.") % {"title": item.title})
+    messages.success(request, _("Moved “%(title)s” to the trash.") % {"title": item.title})
     return redirect("dashboard:items")
+
+
+@require_GET
+def trash(request):
+    projects = projects_for(user=request.user)
+    page = Paginator(selectors.trash_for(projects=projects), 25).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "writable": set(projects_for(user=request.user, scope="write").values_list("pk", flat=True)),
+        "purgeable": set(projects_for(user=request.user, scope="admin").values_list("pk", flat=True)),
+        "days": settings.CONTEXTFORGE_TRASH_DAYS,
+    }
+    return render(request, "knowledge/trash.html", context)
+
+
+@require_POST
+def trash_restore(request, pk: int):
+    item = selectors.trashed_item_get(projects=projects_for(user=request.user, scope="write"), pk=pk)
+    services.item_untrash(item=item)
+    messages.success(request, _("Restored “%(title)s”.") % {"title": item.title})
+    return redirect("dashboard:item", pk=item.pk)
+
+
+@require_POST
+def trash_purge(request, pk: int):
+    item = selectors.trashed_item_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+    services.item_purge(item=item)
+    messages.success(request, _("Deleted “%(title)s” for good.") % {"title": item.title})
+    return redirect("dashboard:trash")
+
+
+@require_GET
+def activity(request):
+    projects = projects_for(user=request.user)
+    form = ActivityFilterForm(request.GET or None, projects=projects)
+    filters = form.cleaned_data if form.is_valid() else {}
+    chosen = filters.get("project")
+    versions = selectors.project_activity(
+        projects=[chosen] if chosen else projects,
+        user=filters.get("user"),
+        key=filters.get("key"),
+        channel=filters.get("channel"),
+    )
+    page = Paginator(versions, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    return render(request, "knowledge/activity.html", context)
 
 
 @require_GET
@@ -250,3 +330,54 @@ def help_agents(request):
         "search_url": request.build_absolute_uri(reverse("api:search")),
     }
     return render(request, "knowledge/help_agents.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def snapshots(request):
+    projects = projects_for(user=request.user, scope="admin")
+    form = SnapshotForm(request.POST or None, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        try:
+            snapshot = services.snapshot_create(
+                project=form.cleaned_data["project"], name=form.cleaned_data["name"], created_by=request.user
+            )
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            messages.success(request, _("Snapshot “%(name)s” taken.") % {"name": snapshot.name})
+            return redirect("dashboard:snapshots")
+    context = {"form": form, "snapshots": selectors.snapshots_for(projects=projects)}
+    return render(request, "knowledge/snapshots.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def snapshot_restore(request, pk: int):
+    """GET: what a restore would do; POST: do it."""
+    snapshot = selectors.snapshot_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+    if request.method == "POST":
+        plan = services.snapshot_restore(snapshot=snapshot)
+        messages.success(
+            request,
+            _(
+                "Restored “%(name)s”: %(revert)s reverted, %(untrash)s back from the trash, %(trash)s to the trash."
+            )
+            % {
+                "name": snapshot.name,
+                "revert": len(plan.revert),
+                "untrash": len(plan.untrash),
+                "trash": len(plan.trash),
+            },
+        )
+        return redirect("dashboard:snapshots")
+    plan = services.snapshot_plan(snapshot=snapshot)
+    titles = dict(
+        KnowledgeItem.objects.filter(pk__in=[*plan.revert, *plan.untrash, *plan.trash]).values_list(
+            "pk", "title"
+        )
+    )
+    parts = [
+        (_("Revert to the snapshot's text"), [(pk, titles[pk]) for pk in plan.revert]),
+        (_("Bring back from the trash"), [(pk, titles[pk]) for pk in plan.untrash]),
+        (_("Move to the trash (created since)"), [(pk, titles[pk]) for pk in plan.trash]),
+    ]
+    return render(request, "knowledge/snapshot_restore.html", {"snapshot": snapshot, "parts": parts})

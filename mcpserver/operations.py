@@ -21,7 +21,11 @@ from contextforge.api import ApplicationError
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import selectors, services
-from knowledge.api.serializers import ItemOutputSerializer
+from knowledge.api.serializers import (
+    ItemOutputSerializer,
+    TrashedItemOutputSerializer,
+    VersionOutputSerializer,
+)
 from knowledge.models import KnowledgeItem
 from knowledge.ranking import SearchFilters, search
 from knowledge.ranking.signals import (
@@ -83,6 +87,11 @@ def item_data(item: KnowledgeItem) -> dict:
     return dict(ItemOutputSerializer(item).data)
 
 
+def versioned_item_data(item: KnowledgeItem) -> dict:
+    """The item with its current version (what memory_update's expected_version takes)."""
+    return item_data(item) | {"version": services.item_version(item_id=item.pk)}
+
+
 def _snippet(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
@@ -138,7 +147,7 @@ def _query_text(query: str, hits: list[dict]) -> str:
 
 def memory_get(caller: Caller, *, id: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
-    data = item_data(item)
+    data = versioned_item_data(item)
     return Outcome(data=data, text=_item_text(data))
 
 
@@ -154,6 +163,8 @@ def _item_text(data: dict, *, verb: str | None = None) -> str:
     if data["is_pending"]:
         lines.append("embedding pending: it becomes searchable once the model has embedded it")
     lines.append(f"updated {data['updated_at']}")
+    if data.get("version") is not None:
+        lines.append(f"version {data['version']}")
     if verb is None:
         lines += ["", data["content"]]
     return "\n".join(lines)
@@ -173,7 +184,7 @@ def memory_ingest(caller: Caller, *, title: str, content: str, tags: list[str] |
             f"(cosine {first['cosine']:.3f} >= {NEAR_DUPLICATE_COSINE}). If they state the same fact, "
             f"keep one: memory_update(id={first['id']}, ...) and memory_delete(id={item.pk})."
         )
-    data = {"item": item_data(item), "near_duplicates": duplicates, "warning": warning}
+    data = {"item": versioned_item_data(item), "near_duplicates": duplicates, "warning": warning}
     text = _item_text(data["item"], verb="Saved")
     if warning:
         others = "".join(
@@ -190,6 +201,7 @@ def memory_update(
     title: str | None,
     content: str | None,
     tags: list[str] | None,
+    expected_version: int | None = None,
 ) -> Outcome:
     require_scope(caller, "write")
     changes = {
@@ -201,8 +213,8 @@ def memory_update(
         raise ValidationError(NOTHING_TO_UPDATE)
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     ensure_may_write(caller, item.project)
-    item = services.item_update(item=item, **changes)
-    data = item_data(item)
+    item = services.item_update(item=item, expected_version=expected_version, **changes)
+    data = versioned_item_data(item)
     return Outcome(data=data, text=_item_text(data, verb="Updated"))
 
 
@@ -213,8 +225,63 @@ def memory_delete(caller: Caller, *, id: int) -> Outcome:
     data = {"deleted_id": item.pk, "title": item.title, "project": item.project.slug}
     services.item_delete(item=item)
     return Outcome(
-        data=data, text=f"Deleted memory #{data['deleted_id']} {data['title']!r} from {data['project']}."
+        data=data,
+        text=f"Moved memory #{data['deleted_id']} {data['title']!r} of {data['project']} to the trash "
+        f"(memory_untrash(id={data['deleted_id']}) brings it back).",
     )
+
+
+# ----- history and trash --------------------------------------------------------------------------
+
+
+def _version_line(version: dict) -> str:
+    who = ", ".join(filter(None, [version["user"], version["key"] and f"key {version['key']}"]))
+    state = " (in the trash)" if version["in_trash"] else ""
+    return (
+        f"- version {version['version']}: {version['action']} {version['recorded_at']}"
+        f" via {version['channel'] or '?'}{f' by {who}' if who else ''}{state}: {version['title']}"
+    )
+
+
+def memory_history(caller: Caller, *, id: int, limit: int) -> Outcome:
+    item = selectors.item_get(projects=readable_projects(caller), pk=id)
+    rows = VersionOutputSerializer(selectors.item_versions(item=item)[:limit], many=True).data
+    data = {"id": item.pk, "versions": [dict(row) for row in rows]}
+    lines = [
+        f"History of memory #{item.pk} {item.title!r}, newest first:",
+        *map(_version_line, data["versions"]),
+    ]
+    lines.append(f"memory_restore(id={item.pk}, version=N) makes a version's text current again.")
+    return Outcome(data=data, text="\n".join(lines))
+
+
+def memory_restore(caller: Caller, *, id: int, version: int) -> Outcome:
+    require_scope(caller, "write")
+    item = selectors.item_get(projects=readable_projects(caller), pk=id)
+    ensure_may_write(caller, item.project)
+    target = selectors.item_version_get(item=item, version=version)
+    item = services.item_revert(item=item, version=target)
+    data = versioned_item_data(item)
+    return Outcome(data=data, text=_item_text(data, verb=f"Restored version {version} of"))
+
+
+def memory_trash(caller: Caller, *, limit: int) -> Outcome:
+    items = selectors.trash_for(projects=readable_projects(caller))[:limit]
+    rows = [dict(row) for row in TrashedItemOutputSerializer(items, many=True).data]
+    lines = [
+        f"- #{row['id']} {row['title']!r} ({row['project']}), deleted {row['deleted_at']}" for row in rows
+    ]
+    text = "\n".join(["Trash, most recently deleted first:", *lines]) if rows else "The trash is empty."
+    return Outcome(data={"items": rows}, text=text)
+
+
+def memory_untrash(caller: Caller, *, id: int) -> Outcome:
+    require_scope(caller, "write")
+    item = selectors.trashed_item_get(projects=readable_projects(caller), pk=id)
+    ensure_may_write(caller, item.project)
+    services.item_untrash(item=item)
+    data = versioned_item_data(selectors.item_get(projects=readable_projects(caller), pk=id))
+    return Outcome(data=data, text=_item_text(data, verb="Brought back"))
 
 
 # ----- tasks --------------------------------------------------------------------------------------

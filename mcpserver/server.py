@@ -25,6 +25,7 @@ from rest_framework import exceptions as drf_exceptions
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_REQUIRED
+from contextforge.history import MCP, history_context
 from knowledge import embeddings
 from knowledge.api.serializers import LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
 from knowledge.models import TEST_TAG
@@ -60,6 +61,8 @@ INSTRUCTIONS = (
 NOT_FOUND = "No memory item #{id} in the projects this key may read."
 ITEM_NOT_FOUND = "No memory item #{item_id} in the projects this key may read."
 TASK_NOT_FOUND = "No task #{id} in the projects this key may read."
+VERSION_NOT_FOUND = "No version {version} of a memory item #{id} in the projects this key may read."
+TRASH_NOT_FOUND = "No memory item #{id} in the trash of the projects this key may read."
 PROJECT_HINT = " Start the server with --project SLUG (stdio) or add ?project=SLUG to the /mcp URL (HTTP)."
 
 CallerFor = Callable[[Context], Caller]
@@ -79,6 +82,9 @@ class Item(BaseModel):
     is_pending: bool = Field(description="True until the item has an embedding (not yet searchable).")
     created_at: str
     updated_at: str
+    version: int | None = Field(
+        default=None, description="The current version: pass it as memory_update's expected_version."
+    )
 
 
 class Breakdown(BaseModel):
@@ -121,6 +127,33 @@ class DeleteResult(BaseModel):
     deleted_id: int
     title: str
     project: str
+
+
+class Version(BaseModel):
+    version: int
+    item: int
+    title: str
+    content: str
+    tags: list[str]
+    recorded_at: str
+    action: str = Field(description="create, update, delete, restore, to_tasks, to_memory or import.")
+    user: str | None
+    key: str | None = Field(description="The API key's name, if one was used.")
+    channel: str | None = Field(description="dashboard, api, mcp, import or admin.")
+    in_trash: bool
+
+
+class HistoryResult(BaseModel):
+    id: int
+    versions: list[Version] = Field(description="Newest first.")
+
+
+class TrashedItem(Item):
+    deleted_at: str
+
+
+class TrashResult(BaseModel):
+    items: list[TrashedItem] = Field(description="Most recently deleted first.")
 
 
 class Task(BaseModel):
@@ -275,11 +308,17 @@ def _message(exc: Exception) -> str | None:
     return None
 
 
+def call_as(caller: Caller, operation, kwargs: dict) -> operations.Outcome:
+    """Run ``operation`` for ``caller``: the versions it writes name its user, its key and the MCP channel."""
+    with history_context(user=caller.user.pk, key=caller.key.name, channel=MCP):
+        return operation(caller, **kwargs)
+
+
 def _run_sync(caller_for: CallerFor, ctx: Context, operation, kwargs: dict) -> operations.Outcome:
     # Like a Django request: a connection that broke or outlived CONN_MAX_AGE is replaced first.
     close_old_connections()
     try:
-        return operation(caller_for(ctx), **kwargs)
+        return call_as(caller_for(ctx), operation, kwargs)
     finally:
         close_old_connections()
 
@@ -379,7 +418,9 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         description=(
             "Change a memory item when the fact it states has changed or was incomplete; prefer this over "
             "saving a second version. Give only the fields to change: title, content and/or tags (tags "
-            "replace the old list). Changing the text refreshes its recency. Needs the 'write' scope."
+            "replace the old list). Changing the text refreshes its recency. With expected_version (the "
+            "version memory_get gave), the change is refused if someone changed the item since. Every "
+            "change is kept in memory_history. Needs the 'write' scope."
         ),
     )
     async def memory_update(
@@ -388,21 +429,87 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         title: Title | None = None,
         content: Content | None = None,
         tags: Tags = None,
+        expected_version: Annotated[
+            int | None,
+            Field(ge=1, description="Only change the item if this is still its current version."),
+        ] = None,
     ) -> Annotated[CallToolResult, Item]:
         return await _run(
-            caller_for, ctx, operations.memory_update, id=id, title=title, content=content, tags=tags
+            caller_for,
+            ctx,
+            operations.memory_update,
+            id=id,
+            title=title,
+            content=content,
+            tags=tags,
+            expected_version=expected_version,
         )
 
     @server.tool(
         title="Delete a memory item",
         annotations=DESTRUCTIVE,
         description=(
-            "Delete a memory item for good: a duplicate, or a fact that is no longer true and not worth "
-            "updating. Needs the 'write' scope."
+            "Delete a memory item: a duplicate, or a fact that is no longer true and not worth "
+            "updating. It goes to the trash (memory_trash), from which memory_untrash brings it back. "
+            "Needs the 'write' scope."
         ),
     )
     async def memory_delete(id: ItemId, ctx: Context) -> Annotated[CallToolResult, DeleteResult]:
         return await _run(caller_for, ctx, operations.memory_delete, id=id)
+
+    @server.tool(
+        title="History of a memory item",
+        annotations=READ_ONLY,
+        description=(
+            "The versions of a memory item, newest first: its title, content and tags at each change, "
+            "when, who (user and API key), the channel (dashboard, api, mcp, import, admin) and the action."
+        ),
+    )
+    async def memory_history(
+        id: ItemId,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many versions at most.")] = 10,
+    ) -> Annotated[CallToolResult, HistoryResult]:
+        return await _run(caller_for, ctx, operations.memory_history, id=id, limit=limit)
+
+    @server.tool(
+        title="Restore a version of a memory item",
+        annotations=WRITE,
+        description=(
+            "Make an earlier version (from memory_history) of a memory item current again: recorded as a "
+            "new version, nothing is rewritten, and search ranks the restored text. Needs the 'write' scope."
+        ),
+    )
+    async def memory_restore(
+        id: ItemId,
+        version: Annotated[int, Field(ge=1, description="The version number memory_history gave.")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, Item]:
+        return await _run(
+            caller_for, ctx, operations.memory_restore, not_found=VERSION_NOT_FOUND, id=id, version=version
+        )
+
+    @server.tool(
+        title="List the trash",
+        annotations=READ_ONLY,
+        description="Deleted memory items, most recently deleted first; memory_untrash brings one back.",
+    )
+    async def memory_trash(
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many items at most.")] = 20,
+    ) -> Annotated[CallToolResult, TrashResult]:
+        return await _run(caller_for, ctx, operations.memory_trash, limit=limit)
+
+    @server.tool(
+        title="Bring a memory item back from the trash",
+        annotations=WRITE,
+        description=(
+            "Bring a deleted item back from the trash with the same id, text, timestamps and embedding: "
+            "searchable again at once. Needs the 'write' scope."
+        ),
+    )
+    async def memory_untrash(id: ItemId, ctx: Context) -> Annotated[CallToolResult, Item]:
+        return await _run(caller_for, ctx, operations.memory_untrash, not_found=TRASH_NOT_FOUND, id=id)
 
     @server.tool(
         title="Create a task",

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
-from knowledge.models import KnowledgeItem
+from knowledge.models import KnowledgeItem, Snapshot
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -100,3 +100,68 @@ class ImportOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
     errors = ImportErrorSerializer(many=True)
     skipped_lines = serializers.ListField(child=serializers.IntegerField())
+
+
+class TrashedItemOutputSerializer(ItemOutputSerializer):
+    deleted_at = serializers.DateTimeField(read_only=True)
+
+    class Meta(ItemOutputSerializer.Meta):
+        fields = [*ItemOutputSerializer.Meta.fields, "deleted_at"]
+        read_only_fields = fields
+
+
+class VersionOutputSerializer(serializers.Serializer):
+    version = serializers.IntegerField(source="pgh_id", help_text="The version number (an item's ETag).")
+    item = serializers.IntegerField(source="pgh_obj_id")
+    title = serializers.CharField()
+    content = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    recorded_at = serializers.DateTimeField(source="pgh_created_at")
+    action = serializers.CharField(
+        help_text="create, update, delete, restore, to_tasks, to_memory or import."
+    )
+    user = serializers.CharField(source="user_name", allow_null=True, help_text="Who: a username.")
+    key = serializers.SerializerMethodField(help_text="The API key's name, if one was used.")
+    channel = serializers.SerializerMethodField(help_text="dashboard, api, mcp, import or admin.")
+    in_trash = serializers.SerializerMethodField()
+
+    def get_key(self, version) -> str | None:
+        return version.context.get("key")
+
+    def get_channel(self, version) -> str | None:
+        return version.context.get("channel")
+
+    def get_in_trash(self, version) -> bool:
+        return version.deleted_at is not None
+
+
+class SnapshotCreateInputSerializer(InputSerializer):
+    project = serializers.SlugField(
+        required=False, help_text="Project slug; optional when the API key is bound to one project."
+    )
+    name = StrictCharField(max_length=200)
+
+
+class SnapshotOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    items = serializers.SerializerMethodField(help_text="How many items the snapshot holds.")
+
+    class Meta:
+        model = Snapshot
+        fields = ["id", "project", "name", "items", "created_at"]
+        read_only_fields = fields
+
+    def get_items(self, snapshot) -> int:
+        return len(snapshot.versions)
+
+
+class PlanPartSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class SnapshotRestoreOutputSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    revert = PlanPartSerializer(help_text="Items whose text goes back to the snapshot's.")
+    untrash = PlanPartSerializer(help_text="Items brought back from the trash.")
+    trash = PlanPartSerializer(help_text="Items moved to the trash (created after the snapshot).")

@@ -7,5 +7,16 @@ urlpatterns = [
     path("items/import/", views.ItemImportApi.as_view(), name="items-import"),
     path("items/export/", views.ItemExportApi.as_view(), name="items-export"),
     path("items/<int:pk>/", views.ItemDetailApi.as_view(), name="item"),
+    path("items/<int:pk>/history/", views.ItemHistoryApi.as_view(), name="item-history"),
+    path(
+        "items/<int:pk>/history/<int:version>/restore/",
+        views.ItemVersionRestoreApi.as_view(),
+        name="item-version-restore",
+    ),
+    path("trash/", views.TrashListApi.as_view(), name="trash"),
+    path("trash/<int:pk>/", views.TrashPurgeApi.as_view(), name="trash-item"),
+    path("trash/<int:pk>/restore/", views.TrashRestoreApi.as_view(), name="trash-restore"),
+    path("snapshots/", views.SnapshotListCreateApi.as_view(), name="snapshots"),
+    path("snapshots/<int:pk>/restore/", views.SnapshotRestoreApi.as_view(), name="snapshot-restore"),
     path("search/", views.SearchApi.as_view(), name="search"),
 ]

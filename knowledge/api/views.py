@@ -24,6 +24,34 @@ ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
 
 COMMON_ERRORS = {400: FIELD_ERRORS, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE}
+IF_MATCH_INVALID = _('If-Match takes the ETag of the item\'s current version, e.g. "12".')
+STALE_RESPONSE = inline_serializer(
+    "StaleVersion", {"detail": serializers.CharField(), "current_version": serializers.IntegerField()}
+)
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    location=OpenApiParameter.HEADER,
+    description="The item's ETag as you read it: the change is made only if it is still the current "
+    "version (412 otherwise). Without it the last write wins, and history keeps both versions.",
+)
+
+
+def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
+    """The item, with its current version as its ETag."""
+    version = services.item_version(item_id=item.pk)
+    return Response(s.ItemOutputSerializer(item).data, status=status_code, headers={"ETag": f'"{version}"'})
+
+
+def expected_version(request) -> int | None:
+    """The version ``If-Match`` names; None without one (or with ``*``)."""
+    header = request.headers.get("If-Match", "").strip()
+    if not header or header == "*":
+        return None
+    value = header.removeprefix("W/").strip('"')
+    if not value.isdigit():
+        raise ApplicationError(IF_MATCH_INVALID, field="If-Match")
+    return int(value)
 
 
 class ItemListCreateApi(GenericAPIView):
@@ -60,7 +88,7 @@ class ItemListCreateApi(GenericAPIView):
             tags=data["tags"],
             created_by=request.user,
         )
-        return Response(s.ItemOutputSerializer(item).data, status=status.HTTP_201_CREATED)
+        return item_response(item, status.HTTP_201_CREATED)
 
 
 class ItemDetailApi(APIView):
@@ -71,19 +99,27 @@ class ItemDetailApi(APIView):
         operation_id="items_retrieve", responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE}
     )
     def get(self, request, pk: int):
-        return Response(s.ItemOutputSerializer(self.get_object(pk)).data)
+        return item_response(self.get_object(pk))
 
     @extend_schema(
         operation_id="items_update",
         request=s.ItemUpdateInputSerializer,
-        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        parameters=[IF_MATCH],
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, 412: STALE_RESPONSE, **COMMON_ERRORS},
     )
     def patch(self, request, pk: int):
         item = self.get_object(pk)
         ensure_may(request, item.project, "write")
         data = validated(s.ItemUpdateInputSerializer, request.data)
-        item = services.item_update(item=item, **data)
-        return Response(s.ItemOutputSerializer(item).data)
+        try:
+            item = services.item_update(item=item, expected_version=expected_version(request), **data)
+        except services.StaleVersion as exc:
+            return Response(
+                {"detail": exc.message, "current_version": exc.current},
+                status=status.HTTP_412_PRECONDITION_FAILED,
+                headers={"ETag": f'"{exc.current}"'},
+            )
+        return item_response(item)
 
     @extend_schema(
         operation_id="items_destroy", responses={204: None, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE}
@@ -93,6 +129,130 @@ class ItemDetailApi(APIView):
         ensure_may(request, item.project, "write")
         services.item_delete(item=item)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ItemHistoryApi(GenericAPIView):
+    serializer_class = s.VersionOutputSerializer
+
+    @extend_schema(
+        operation_id="items_history",
+        responses={200: s.VersionOutputSerializer(many=True), 404: ERROR_RESPONSE},
+        description="The item's versions, newest first: each holds the title, content and tags, when, "
+        "who, the API key's name, the channel and the action.",
+    )
+    def get(self, request, pk: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        page = self.paginate_queryset(selectors.item_versions(item=item))
+        return self.get_paginated_response(s.VersionOutputSerializer(page, many=True).data)
+
+
+class ItemVersionRestoreApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="items_history_restore",
+        request=None,
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Make this version's title, content and tags current again. It records a new "
+        "version, and the item is re-embedded (pending if the model is down).",
+    )
+    def post(self, request, pk: int, version: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, item.project, "write")
+        target = selectors.item_version_get(item=item, version=version)
+        return item_response(services.item_revert(item=item, version=target))
+
+
+class TrashListApi(GenericAPIView):
+    serializer_class = s.TrashedItemOutputSerializer
+
+    @extend_schema(
+        operation_id="trash_list",
+        parameters=[OpenApiParameter("project", str, description="Only this project (slug).")],
+        responses={200: s.TrashedItemOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+        description="Deleted items, most recently deleted first. Beat purges those older than "
+        "CONTEXTFORGE_TRASH_DAYS.",
+    )
+    def get(self, request):
+        items = selectors.trash_for(projects=projects_named(request, request.query_params.get("project")))
+        page = self.paginate_queryset(items)
+        return self.get_paginated_response(s.TrashedItemOutputSerializer(page, many=True).data)
+
+
+class TrashRestoreApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="trash_restore",
+        request=None,
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Bring the item back with the same id, text, timestamps and embedding.",
+    )
+    def post(self, request, pk: int):
+        item = selectors.trashed_item_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, item.project, "write")
+        services.item_untrash(item=item)
+        return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
+
+
+class TrashPurgeApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="trash_purge", responses={204: None, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE}
+    )
+    def delete(self, request, pk: int):
+        item = selectors.trashed_item_get(projects=request_projects(request), pk=pk)
+        services.item_purge(item=item)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SnapshotListCreateApi(GenericAPIView):
+    required_scope = "admin"
+    serializer_class = s.SnapshotOutputSerializer
+
+    @extend_schema(
+        operation_id="snapshots_list",
+        responses={200: s.SnapshotOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+    )
+    def get(self, request):
+        page = self.paginate_queryset(selectors.snapshots_for(projects=request_projects(request)))
+        return self.get_paginated_response(s.SnapshotOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="snapshots_create",
+        request=s.SnapshotCreateInputSerializer,
+        responses={201: s.SnapshotOutputSerializer, **COMMON_ERRORS},
+        description="Record the current version of every item of the project. Cheap: it refers to "
+        "versions and copies no text.",
+    )
+    def post(self, request):
+        data = validated(s.SnapshotCreateInputSerializer, request.data)
+        project = request_project(request, data.get("project"), "admin")
+        snapshot = services.snapshot_create(project=project, name=data["name"], created_by=request.user)
+        return Response(s.SnapshotOutputSerializer(snapshot).data, status=status.HTTP_201_CREATED)
+
+
+class SnapshotRestoreApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="snapshots_restore",
+        request=None,
+        parameters=[OpenApiParameter("dry_run", bool, description="Only answer what a restore would do.")],
+        responses={200: s.SnapshotRestoreOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Bring the project's items back to the snapshot in one transaction, recording a "
+        "version for each change: revert texts, bring items back from the trash, move items created "
+        "since to the trash. With dry_run=1, nothing changes.",
+    )
+    def post(self, request, pk: int):
+        snapshot = selectors.snapshot_get(projects=request_projects(request), pk=pk)
+        dry_run = request.query_params.get("dry_run", "") not in ("", "0", "false")
+        if dry_run:
+            plan = services.snapshot_plan(snapshot=snapshot)
+        else:
+            plan = services.snapshot_restore(snapshot=snapshot)
+        return Response({"dry_run": dry_run, **plan.as_dict()})
 
 
 class SearchApi(APIView):

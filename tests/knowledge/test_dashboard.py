@@ -68,7 +68,7 @@ def test_create_edit_and_delete_through_plain_forms(signed_in, cast):
     item.refresh_from_db()
     assert item.content == "Restart with systemctl." and item.embedding is not None
     signed_in.post(f"/dashboard/items/{item.pk}/delete/")
-    assert not KnowledgeItem.objects.filter(pk=item.pk).exists()
+    assert KnowledgeItem.objects.trashed().filter(pk=item.pk).exists()
 
 
 def test_a_form_error_is_shown_next_to_its_field(signed_in, cast):

@@ -33,7 +33,17 @@ from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
 BASE_DIR = Path(settings.BASE_DIR)
-MEMORY_TOOLS = {"memory_query", "memory_ingest", "memory_get", "memory_update", "memory_delete"}
+MEMORY_TOOLS = {
+    "memory_query",
+    "memory_ingest",
+    "memory_get",
+    "memory_update",
+    "memory_delete",
+    "memory_history",
+    "memory_restore",
+    "memory_trash",
+    "memory_untrash",
+}
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
 # Every tool that writes, with arguments that would otherwise be valid: the scope is checked first.
@@ -41,12 +51,14 @@ WRITE_TOOLS = {
     "memory_ingest": {"title": "New fact", "content": "Deploys go out on Tuesdays."},
     "memory_update": {"id": 1, "title": "Changed"},
     "memory_delete": {"id": 1},
+    "memory_restore": {"id": 1, "version": 1},
+    "memory_untrash": {"id": 1},
     "task_create": {"title": "Deploy on Tuesday", "priority": "high"},
     "task_update": {"id": 1, "status": "done"},
     "wish_to_task": {"item_id": 1},
 }
 # The task-side tools a read-only key may use.
-READ_TOOLS = {"task_list": {}, "task_next": {}, "repo_activity": {"days": 7}}
+READ_TOOLS = {"task_list": {}, "task_next": {}, "repo_activity": {"days": 7}, "memory_trash": {}}
 
 
 def database_url() -> str:

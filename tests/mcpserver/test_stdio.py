@@ -288,7 +288,7 @@ def test_get_update_and_delete_go_through_the_services(cast, memory):
         "title": "Token signing (2023)",
         "project": "acme",
     }
-    assert not KnowledgeItem.objects.filter(pk=memory["old"].pk).exists()
+    assert KnowledgeItem.objects.trashed().filter(pk=memory["old"].pk).exists()
 
 
 def test_a_read_only_key_can_query_but_every_write_tool_answers_with_a_permission_error(cast, memory):

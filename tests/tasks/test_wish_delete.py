@@ -33,10 +33,10 @@ def test_restore_brings_the_wish_back_to_memory(wish_task):
     assert item.archived_at is None and not Task.objects.filter(pk=wish_task.pk).exists()
 
 
-def test_delete_deletes_the_wish_too(wish_task):
+def test_delete_moves_the_wish_to_the_trash_too(wish_task):
     wish_id = wish_task.source_item_id
     assert services.task_delete(task=wish_task, wish="delete") is None
-    assert not KnowledgeItem.objects.filter(pk=wish_id).exists()
+    assert KnowledgeItem.objects.trashed().filter(pk=wish_id, archived_at__isnull=True).exists()
     assert not Task.objects.filter(pk=wish_task.pk).exists()
 
 
