@@ -28,7 +28,9 @@ from django.utils.translation import gettext_lazy as _
 
 CONFIG = "english"
 # What joins an identifier's parts (``_``, ``-``, ``.``, ``/``, ``:``), between letters or digits.
-_JOINER = "[-_./:]+"
+_PUNCTUATION_CHARACTERS = "-_./:"
+_PUNCTUATION = f"[{_PUNCTUATION_CHARACTERS}]"
+_JOINER = f"{_PUNCTUATION}+"
 _IDENTIFIER = f"([[:alnum:]]+(?:{_JOINER}[[:alnum:]]+)+)"
 _INSIDE = f"([[:alnum:]]){_JOINER}(?=[[:alnum:]])"
 MARKER = "zq"
@@ -118,13 +120,15 @@ class Span:
 # them gets no highlights rather than wrong ones).
 _START, _STOP = "\x01", "\x02"
 _MARKED = re.compile(f"{_START}(.*?){_STOP}", re.DOTALL)
-_IDENTIFIER_GLUE = re.compile(r"[-_./:]+")
+_IDENTIFIER_GLUE = re.compile(f"{_PUNCTUATION}+")
 
 
 def _spaced(expression) -> Func:
-    """``expression`` with every identifier punctuation character a space: the words of
+    """``expression`` with each punctuation character inside an identifier a space: the words of
     ``identifier_parts`` at the same offsets as in the text itself."""
-    return Func(expression, Value("-_./:"), Value("     "), function="translate", output_field=TextField())
+    return _replace(
+        expression, f"(?<=[[:alnum:]]{_PUNCTUATION}*){_PUNCTUATION}(?={_PUNCTUATION}*[[:alnum:]])", " "
+    )
 
 
 def highlight_query(*texts: str) -> SearchQuery:
@@ -149,7 +153,7 @@ def headline(field: str, texts) -> SearchHeadline:
 def spans(original: str, marked: str | None) -> list[Span]:
     """The marked stretches of ``original``, as ``headline`` marked its spaced copy; the parts of one
     identifier make one span."""
-    if not marked or marked.replace(_START, "").replace(_STOP, "") != original.translate(_SPACES):
+    if not marked or not _spaced_alike(original, marked.replace(_START, "").replace(_STOP, "")):
         return []
     found: list[list[int]] = []
     removed = 0
@@ -164,4 +168,8 @@ def spans(original: str, marked: str | None) -> list[Span]:
     return [Span(start, end, original[start:end]) for start, end in found]
 
 
-_SPACES = str.maketrans("-_./:", "     ")
+def _spaced_alike(original: str, spaced: str) -> bool:
+    """Whether ``spaced`` is ``original`` as ``_spaced`` leaves it: the same length, only punctuation spaced."""
+    return len(original) == len(spaced) and all(
+        a == b or (b == " " and a in _PUNCTUATION_CHARACTERS) for a, b in zip(original, spaced, strict=True)
+    )
