@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.query_syntax import Understood, understand
+from knowledge.query_syntax import Understood, parts, understand, without
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,14 @@ from knowledge.query_syntax import Understood, understand
 )
 def test_a_query_is_understood_as_semantic_words_keywords_and_filters(raw, expected):
     assert understand(raw) == expected
+
+
+def test_removing_a_part_leaves_the_rest_of_the_query_as_it_was_written():
+    raw = 'why  ERR_CONN_RESET tag:ops "exact phrase" project:acme'
+    removed = {part.value: without(raw, part) for part in parts(raw) if part.kind != "query"}
+    assert removed == {
+        "ERR_CONN_RESET": 'why tag:ops "exact phrase" project:acme',
+        "ops": 'why ERR_CONN_RESET "exact phrase" project:acme',
+        '"exact phrase"': "why ERR_CONN_RESET tag:ops project:acme",
+        "acme": 'why ERR_CONN_RESET tag:ops "exact phrase"',
+    }
