@@ -139,6 +139,8 @@ def search_page(request):
         context["tags"] = tags
         context["chips"] = [(part, without(raw, part)) for part in parts(raw) if part.kind != "query"]
         try:
+            if not understood.query.strip():  # only filters: nothing to rank by
+                raise ApplicationError(_("The query must not be blank."), field="query")
             if understood.project:
                 projects = projects.filter(slug=understood.project)
                 if not projects:

@@ -24,6 +24,7 @@ from itertools import islice
 
 import numpy as np
 from django.conf import settings
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
@@ -332,9 +333,10 @@ def search(
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )
-    # The copy holds every searchable row: a narrowing filter keeps those PostgreSQL finds (an index read).
+    # The copy holds every searchable row: a narrowing filter keeps those PostgreSQL finds (an index
+    # read), their ids in one array (one value to parse, not a row per item).
     only = (
-        np.fromiter(candidates.order_by().values_list("id", flat=True), dtype=np.int64)
+        np.array(candidates.order_by().aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
         if strategy == MATRIX and filters.narrows
         else None
     )

@@ -39,9 +39,9 @@ def test_matched_keywords_are_marked_and_the_text_around_them_escaped(signed_in,
     assert "&lt;b&gt;Proxy&lt;/b&gt;" in html and "&amp; more." in html
 
 
-def test_an_unknown_inline_tag_or_project_is_an_error_on_the_page(signed_in, cast):
+def test_an_unknown_inline_tag_or_project_or_nothing_to_rank_by_is_an_error_on_the_page(signed_in, cast):
     make_item(cast.project, "Proxy resets", "Clients see ERR_CONN_RESET.")
-    for q in ("proxy tag:nowhere", "proxy project:nowhere", 'proxy "the"'):
+    for q in ("proxy tag:nowhere", "proxy project:nowhere", 'proxy "the"', "path:src/lib/auth.ts"):
         page = signed_in.get("/dashboard/search/", {"q": q})
         assert page.status_code == 200 and page.context["result"] is None and page.context["error"], q
 
