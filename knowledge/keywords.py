@@ -150,11 +150,26 @@ def headline(field: str, texts) -> SearchHeadline:
     )
 
 
-def spans(original: str, marked: str | None) -> list[Span]:
-    """The marked stretches of ``original``, as ``headline`` marked its spaced copy; the parts of one
-    identifier make one span."""
+_PY_IDENTIFIER = re.compile(r"[^\W_]+(?:[-_./:]+[^\W_]+)+")
+_PY_WORD = re.compile(r"[^\W_]+")
+
+
+def _wanted_span(text: str, identifiers: set[str], has_words: bool) -> bool:
+    """Whether a marked stretch is what the queries asked for: ts_headline marks every word of an
+    identifier's phrase wherever it stands, so a lone part of an identifier only counts when the
+    queries also hold words of their own (which it may be the stem of)."""
+    if text.lower() in identifiers:
+        return True
+    return has_words and not _IDENTIFIER_GLUE.search(text)
+
+
+def spans(original: str, marked: str | None, texts=()) -> list[Span]:
+    """The marked stretches of ``original``, as ``headline`` marked its spaced copy for the keyword
+    queries ``texts``; the parts of one identifier make one span."""
     if not marked or not _spaced_alike(original, marked.replace(_START, "").replace(_STOP, "")):
         return []
+    identifiers = {m.group().lower() for text in texts for m in _PY_IDENTIFIER.finditer(text)}
+    has_words = any(_PY_WORD.search(_PY_IDENTIFIER.sub(" ", text)) for text in texts)
     found: list[list[int]] = []
     removed = 0
     for match in _MARKED.finditer(marked):
@@ -165,7 +180,11 @@ def spans(original: str, marked: str | None) -> list[Span]:
             found[-1][1] = end
         else:
             found.append([start, end])
-    return [Span(start, end, original[start:end]) for start, end in found]
+    return [
+        Span(start, end, original[start:end])
+        for start, end in found
+        if _wanted_span(original[start:end], identifiers, has_words)
+    ]
 
 
 def _spaced_alike(original: str, spaced: str) -> bool:

@@ -299,8 +299,8 @@ def highlights_data(hit: Hit) -> dict | None:
     return {name: [vars(span) for span in spans] for name, spans in hit.highlights.items()}
 
 
-def _highlights(item: KnowledgeItem) -> dict[str, list[Span]]:
-    return {name: spans(getattr(item, name), getattr(item, f"{name}_marked")) for name in HIGHLIGHTED}
+def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
+    return {name: spans(getattr(item, name), getattr(item, f"{name}_marked"), texts) for name in HIGHLIGHTED}
 
 
 def search(
@@ -377,7 +377,7 @@ def search(
             references=paths.get(items[item_id].project_id, PathIndex()).status(
                 read.candidates.references[row], since
             ),
-            highlights=_highlights(items[item_id]) if filters.texts else {},
+            highlights=_highlights(items[item_id], filters.texts) if filters.texts else {},
         )
         for row, item_id in ranked
         if item_id in items and (min_score is None or read.final[row] >= min_score)

@@ -106,6 +106,15 @@ def test_highlights_mark_stemmed_words_and_identifier_parts_in_title_and_content
     assert [span.text for span in hit.highlights["content"]] == ["rotate_signing_keys"]
 
 
+def test_a_lone_part_of_a_queried_identifier_is_not_highlighted(cast):
+    make_item(cast.project, "Proxy resets", "Clients see ERR_CONN_RESET; a reset of the proxy fixes it.")
+    (hit,) = search(
+        projects=[cast.project], query="proxy", filters=SearchFilters(texts=("ERR_CONN_RESET",))
+    ).hits
+    assert hit.highlights["title"] == []
+    assert [span.text for span in hit.highlights["content"]] == ["ERR_CONN_RESET"]
+
+
 def test_a_hit_without_a_keyword_filter_has_no_highlights(cast, owner_api):
     make_item(cast.project, "Proxy resets", "Clients see ERR_CONN_RESET.")
     (hit,) = _search(owner_api, {"query": "proxy"}).json()["results"]
