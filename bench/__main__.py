@@ -273,6 +273,16 @@ def print_result(r: dict) -> None:
         f"{r['raw_pgvector_p50_ms']:.1f} ms = {baseline:.1f} ms"
     )
     print(f"  recall@10 vs brute force   {r['recall_at_10']:.3f}")
+    if keyword := r.get("keyword"):
+        print(
+            f"  keyword filter p50         {keyword['filtered_service_p50_ms']:7.1f} ms vs "
+            f"{keyword['service_p50_ms']:.1f} ms without, same run = {keyword['filtered_over_plain']:.2f}x "
+            f"(target <= 1.3x)"
+        )
+        print(
+            f"  identifier-only hit@10     {keyword['hit_at_10_with_inline']:.2f} with inline syntax, "
+            f"{keyword['hit_at_10_without_inline']:.2f} without ({keyword['identifier_queries']} queries)"
+        )
     ingest = r["ingest"]
     print(
         f"  bulk ingest                {ingest['items_per_s']:7.1f} items/s vs raw model "

@@ -111,6 +111,63 @@ def worker_memory_mb(web: subprocess.Popen) -> list[dict]:
     return out
 
 
+# Keyword filters from broad to narrow: a path, a word, a phrase, an exclusion that keeps most items.
+KEYWORD_FILTERS = ["billing/api.go", "runbook", '"root cause"', "-TODO", "src/lib/auth.ts or README.md"]
+# Items that share only an identifier with their query (the rest of the query is about another subject).
+IDENTIFIERS = [
+    *(f"ERR_UPLINK_{n:04d}" for n in range(5)),
+    *(f"rotate_shard_{n}_keys()" for n in range(5)),
+    *(f"INC-{7300 + n}" for n in range(5)),
+    *(f"E{8100 + n}" for n in range(5)),
+]
+
+
+def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
+    """The service's p50 with a keyword filter and without, interleaved in one run; and hit@10 of
+    items that only an identifier ties to their query, with the inline syntax and without it."""
+    from knowledge import selectors, services
+    from knowledge.query_syntax import understand
+    from knowledge.ranking import SearchFilters, search
+
+    def ranked(q: str, filters: SearchFilters | None) -> None:
+        search(projects=[project], query=q, query_vector=vectors[q], filters=filters)
+
+    plain_ms, filtered_ms = [], []
+    for _ in range(REPEATS):
+        for n, q in enumerate(queries):
+            plain_ms.append(timed(ranked, q, None))
+            filtered_ms.append(
+                timed(ranked, q, SearchFilters(texts=(KEYWORD_FILTERS[n % len(KEYWORD_FILTERS)],)))
+            )
+    targets = {
+        identifier: services.item_create(
+            project=project,
+            title=f"Seen {identifier} again",
+            content=f"{identifier} showed up twice this week; a restart cleared it.",
+            tags=[],
+        ).pk
+        for identifier in IDENTIFIERS
+    }
+    plain_hits, inline_hits = 0, 0
+    for n, (identifier, target) in enumerate(targets.items()):
+        raw = f"{queries[n % len(queries)]} {identifier}"
+        plain_hits += target in {h.item.pk for h in search(projects=[project], query=raw).hits}
+        understood = understand(raw)
+        filters = selectors.search_filters(projects=[project], understood=understood)
+        found = search(projects=[project], query=understood.query, filters=filters)
+        inline_hits += target in {h.item.pk for h in found.hits}
+    plain_p50, filtered_p50 = statistics.median(plain_ms), statistics.median(filtered_ms)
+    return {
+        "filters": KEYWORD_FILTERS,
+        "service_p50_ms": plain_p50,
+        "filtered_service_p50_ms": filtered_p50,
+        "filtered_over_plain": filtered_p50 / plain_p50,
+        "identifier_queries": len(targets),
+        "hit_at_10_without_inline": plain_hits / len(targets),
+        "hit_at_10_with_inline": inline_hits / len(targets),
+    }
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, required=True)
@@ -254,6 +311,8 @@ def main(argv=None) -> dict:
     result["raw_pgvector_p50_ms"] = statistics.median(raw_ms)
     result["service_p50_ms"] = statistics.median(service_ms)
     result["scanned_median"] = statistics.median(scanned)
+
+    result["keyword"] = keyword_figures(project, queries, vectors)
 
     # Recall@10 against brute force: every item, the spec's formula written out here.
     rows = list(

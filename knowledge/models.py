@@ -7,12 +7,14 @@ import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import ExpressionWrapper, Q
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import CosineDistance, VectorField
 
 from accounts.models import Project
+from knowledge import keywords
 
 TEST_TAG = "test"
 
@@ -57,6 +59,14 @@ class KnowledgeItemQuerySet(models.QuerySet):
         items = self.filter(tags__overlap=tags) if tags else self
         return items.filter(tags__contains=[TEST_TAG])
 
+    def matching(self, texts) -> KnowledgeItemQuerySet:
+        """Items whose title and content match every keyword query of ``texts`` (all items when none)."""
+        return self.filter(search_vector=keywords.keyword_query(*texts)) if texts else self
+
+    def referencing(self, paths) -> KnowledgeItemQuerySet:
+        """Items that reference any of ``paths`` (all items when none)."""
+        return self.filter(references__overlap=list(paths)) if paths else self
+
     def embedded(self) -> KnowledgeItemQuerySet:
         return self.filter(embedding__isnull=False)
 
@@ -64,8 +74,9 @@ class KnowledgeItemQuerySet(models.QuerySet):
         return self.filter(embedding__isnull=True)
 
     def without_embedding(self) -> KnowledgeItemQuerySet:
-        """Items without their 384 floats, but still knowing whether they have them (``is_pending``)."""
-        return self.defer("embedding").annotate(
+        """Items without their 384 floats and their keyword document, but still knowing whether they
+        have an embedding (``is_pending``)."""
+        return self.defer("embedding", "search_vector").annotate(
             embedding_missing=ExpressionWrapper(Q(embedding__isnull=True), output_field=models.BooleanField())
         )
 
@@ -101,6 +112,10 @@ class KnowledgeItem(models.Model):
     # Set when the item went to the trash: out of every list, search and export, kept unchanged
     # otherwise (embedding included) so that restoring it brings it back as it was.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # What a keyword filter matches (knowledge/keywords.py), kept by PostgreSQL itself on every write.
+    search_vector = models.GeneratedField(
+        expression=keywords.document(), output_field=SearchVectorField(), db_persist=True, editable=False
+    )
 
     objects = KnowledgeItemQuerySet.as_manager()
 
@@ -108,6 +123,7 @@ class KnowledgeItem(models.Model):
         ordering = ["-updated_at", "-id"]
         indexes = [
             GinIndex(name="item_tags_gin", fields=["tags"]),
+            GinIndex(name="item_search_vector_gin", fields=["search_vector"]),
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
             models.Index(name="item_project_version", fields=["project", "version"]),

@@ -7,9 +7,14 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
+from contextforge.api import ApplicationError
+from knowledge.keywords import text_error
 from knowledge.models import ItemVersion, KnowledgeItem, Snapshot, normalize_tag
+from knowledge.query_syntax import Understood
+from knowledge.ranking import SearchFilters
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
+UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
 # Two items whose embeddings have a cosine at or above this say the same thing in other words
 # (all-MiniLM-L6-v2: a reworded sentence lands around 0.93-0.98, a different fact on the same
 # topic below 0.85). Saving such an item names the other, so the writer updates it instead of copying.
@@ -120,3 +125,18 @@ def snapshots_for(*, projects) -> QuerySet[Snapshot]:
 
 def snapshot_get(*, projects, pk: int) -> Snapshot:
     return get_object_or_404(snapshots_for(projects=projects), pk=pk)
+
+
+def search_filters(*, projects, understood: Understood, tags=(), text: str = "") -> SearchFilters:
+    """The filters of a search over ``projects``: those given (``tags``, keyword ``text``, checked by
+    the caller) and those written in its query (checked here: an error names the field ``query``)."""
+    if understood.text and (error := text_error(understood.text)):
+        raise ApplicationError(error, field="query")
+    for tag in understood.tags:
+        if not KnowledgeItem.objects.in_projects(projects).filter(tags__contains=[tag]).exists():
+            raise ApplicationError(UNKNOWN_TAG % {"tag": tag}, field="query")
+    return SearchFilters(
+        tags=(*tags, *understood.tags),
+        texts=tuple(t for t in (text, understood.text) if t),
+        paths=understood.paths,
+    )

@@ -595,8 +595,9 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
     sending them as binary; that is time the import's last batch would spend waiting on nothing.
     """
     meta = KnowledgeItem._meta
-    # Every column but the id, which is drawn from the sequence; the trigger stamps the version.
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    # Every column but the id, which is drawn from the sequence, and those PostgreSQL generates; the
+    # trigger stamps the version.
+    fields = [f for f in meta.concrete_fields if not f.primary_key and not f.generated]
     columns = ["id", *(f.column for f in fields)]
     with connection.cursor() as cursor:
         cursor.execute(

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import (
@@ -22,11 +23,13 @@ from accounts.selectors import (
     may_change,
     projects_for,
 )
+from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
 from knowledge import embeddings, selectors, services
 from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm, SnapshotForm
 from knowledge.models import TEST_TAG, KnowledgeItem
-from knowledge.ranking import SearchFilters, reference_status, search, signals
+from knowledge.query_syntax import parts, understand, without
+from knowledge.ranking import reference_status, search, signals
 from knowledge.text import PROPOSAL_MARKERS, version_diff
 
 HISTORY_SHOWN = 20
@@ -210,6 +213,11 @@ def item_delete(request, pk: int):
     return redirect("dashboard:items")
 
 
+# Hits whose similarity is below this come after a "weaker matches" divider on the search page.
+WEAK_SIMILARITY = 0.2
+PROJECT_UNKNOWN = gettext_lazy("You have no project '%(slug)s'.")
+
+
 @require_GET
 def trash(request):
     projects = projects_for(user=request.user)
@@ -276,19 +284,34 @@ def search_page(request):
         "everywhere": everywhere,
     }
     if form.is_valid() and form.cleaned_data["q"].strip():
-        tags = form.cleaned_data["tags"]
-        context["query"] = form.cleaned_data["q"]
+        raw, tags = form.cleaned_data["q"], form.cleaned_data["tags"]
+        understood = understand(raw)
+        context["query"] = raw
         context["tags"] = tags
+        context["chips"] = [(part, without(raw, part)) for part in parts(raw) if part.kind != "query"]
         try:
-            context["result"] = search(
+            if not understood.query.strip():  # only filters: nothing to rank by
+                raise ApplicationError(_("The query must not be blank."), field="query")
+            if understood.project:  # named in the query: any of the user's projects, not only the current
+                projects = projects_for(user=request.user).filter(slug=understood.project)
+                if not projects:
+                    raise ApplicationError(PROJECT_UNKNOWN % {"slug": understood.project}, field="query")
+            result = search(
                 projects=projects,
-                query=form.cleaned_data["q"],
-                filters=SearchFilters(tags=tuple(tags)),
+                query=understood.query,
+                filters=selectors.search_filters(projects=projects, understood=understood, tags=tags),
                 limit=form.cleaned_data["limit"] or 10,
                 count_excluded=True,
             )
+        except ApplicationError as exc:
+            context["error"] = exc.message
         except embeddings.EmbeddingUnavailable:
             context["error"] = _("Search is unavailable right now: the embedding model cannot be loaded.")
+        else:
+            context["result"] = result
+            # Weak similarity still shows, after the rest: ranked by the formula within each group.
+            context["hits"] = [h for h in result.hits if h.signals.cosine >= WEAK_SIMILARITY]
+            context["weaker_hits"] = [h for h in result.hits if h.signals.cosine < WEAK_SIMILARITY]
         context["with_test"] = " ".join([*tags, TEST_TAG]) if TEST_TAG not in tags else None
     template = "knowledge/search.html#results" if request.htmx else "knowledge/search.html"
     return render(request, template, context)

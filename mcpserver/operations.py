@@ -18,6 +18,7 @@ from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
 from contextforge.api import ApplicationError
+from contextforge.api.access import PROJECT_UNKNOWN
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import selectors, services
@@ -26,8 +27,10 @@ from knowledge.api.serializers import (
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
 )
+from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem
-from knowledge.ranking import SearchFilters, search
+from knowledge.query_syntax import understand
+from knowledge.ranking import highlights_data, search
 from knowledge.ranking.signals import (
     GIT_WEIGHT,
     GIT_WINDOW_DAYS,
@@ -104,12 +107,33 @@ def _tags_text(tags: Sequence[str]) -> str:
 # ----- memory_query -----------------------------------------------------------------------------
 
 
-def memory_query(caller: Caller, *, query: str, limit: int, tags: list[str] | None) -> Outcome:
-    if not query.strip():
+def memory_query(
+    caller: Caller,
+    *,
+    query: str,
+    limit: int,
+    tags: list[str] | None,
+    text: str | None = None,
+    min_score: float | None = None,
+) -> Outcome:
+    understood = understand(query)
+    if not understood.query.strip():
         raise ApplicationError(QUERY_BLANK, field="query")
+    if text and (error := text_error(text)):
+        raise ApplicationError(error, field="text")
     projects = readable_projects(caller)
-    filters = SearchFilters(tags=tuple(tags or ()))
-    result = search(projects=projects, query=query, filters=filters, limit=limit)
+    if understood.project:
+        projects = [project for project in projects if project.slug == understood.project]
+        if not projects:  # the answer the REST API gives for a project the key does not reach
+            raise ApplicationError(
+                PROJECT_UNKNOWN.format(slug=understood.project, scope="read"), field="project"
+            )
+    filters = selectors.search_filters(
+        projects=projects, understood=understood, tags=tags or (), text=text or ""
+    )
+    result = search(
+        projects=projects, query=understood.query, filters=filters, limit=limit, min_score=min_score
+    )
     hits = [
         {
             "rank": rank,
@@ -117,11 +141,17 @@ def memory_query(caller: Caller, *, query: str, limit: int, tags: list[str] | No
             "breakdown": vars(hit.signals),
             "live_references": list(hit.live_references),
             "unresolved_references": list(hit.unresolved_references),
+            "highlights": highlights_data(hit),
             "item": item_data(hit.item),
         }
         for rank, hit in enumerate(result.hits, start=1)
     ]
-    data = {"query": query, "hits": hits, "took_ms": round(result.took_ms, 2)}
+    data = {
+        "query": query,
+        "understood": understood.as_dict(),
+        "hits": hits,
+        "took_ms": round(result.took_ms, 2),
+    }
     return Outcome(data=data, text=_query_text(query, hits))
 
 
@@ -138,6 +168,9 @@ def _query_text(query: str, hits: list[dict]) -> str:
         )
         if hit["live_references"]:
             lines.append(f"   live files: {', '.join(hit['live_references'])}")
+        if hit["highlights"]:
+            matched = dict.fromkeys(span["text"] for spans in hit["highlights"].values() for span in spans)
+            lines.append(f"   keywords matched: {', '.join(matched) or 'none shown'}")
         lines.append(f"   {_snippet(item['content'])}")
     return "\n".join(lines)
 

@@ -27,7 +27,7 @@ from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_REQUIRED
 from contextforge.history import MCP, history_context
 from knowledge import embeddings
-from knowledge.api.serializers import LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
+from knowledge.api.serializers import KEYWORD_TEXT_HELP, LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
 from knowledge.models import TEST_TAG
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
@@ -94,17 +94,40 @@ class Breakdown(BaseModel):
     proposal_penalty: float = Field(description=PROPOSAL_RULE.capitalize() + ".")
 
 
+class Span(BaseModel):
+    start: int
+    end: int
+    text: str
+
+
+class Highlights(BaseModel):
+    title: list[Span]
+    content: list[Span]
+
+
 class Hit(BaseModel):
     rank: int
     score: float = Field(description=FORMULA)
     breakdown: Breakdown
     live_references: list[str] = Field(description=LIVE_REFERENCES_HELP)
     unresolved_references: list[str] = Field(description=UNRESOLVED_REFERENCES_HELP)
+    highlights: Highlights | None = Field(
+        description="What the keyword filter matched in the title and content; null without one."
+    )
     item: Item
+
+
+class Understood(BaseModel):
+    query: str = Field(description="The semantic query.")
+    text: str = Field(description="The keyword filter read from the query (quoted phrases, identifiers).")
+    tags: list[str]
+    paths: list[str]
+    project: str | None
 
 
 class QueryResult(BaseModel):
     query: str
+    understood: Understood
     hits: list[Hit]
     took_ms: float
 
@@ -373,7 +396,11 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             Field(
                 min_length=1,
                 max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH,
-                description="What you want to know, in natural language, e.g. 'how are JWTs signed'.",
+                description=(
+                    "What you want to know, in natural language, e.g. 'how are JWTs signed'. Inline: "
+                    "tag:auth, path:src/lib/auth.ts, project:slug; a quoted phrase or an identifier "
+                    "(ERR_CONN_RESET, rotate_signing_keys(), INC-1042) must appear in the items."
+                ),
             ),
         ],
         ctx: Context,
@@ -385,8 +412,27 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
                 description="Only items carrying at least one of these tags.",
             ),
         ] = None,
+        text: Annotated[
+            str | None,
+            Field(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, description=KEYWORD_TEXT_HELP),
+        ] = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0, le=1.0, description="Leave out hits scoring below this (0-1); default: none left out."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
-        return await _run(caller_for, ctx, operations.memory_query, query=query, limit=limit, tags=tags)
+        return await _run(
+            caller_for,
+            ctx,
+            operations.memory_query,
+            query=query,
+            limit=limit,
+            tags=tags,
+            text=text,
+            min_score=min_score,
+        )
 
     @server.tool(
         title="Save to team memory",

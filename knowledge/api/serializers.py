@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
+from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem, Snapshot
 
 
@@ -46,16 +47,43 @@ class ItemUpdateInputSerializer(InputSerializer):
     tags = tags_field(required=False)
 
 
+KEYWORD_TEXT_HELP = (
+    "Keywords the items must contain, in PostgreSQL's websearch_to_tsquery syntax: words, \"exact "
+    'phrases", -excluded, or. Identifiers (snake_case, kebab-case, dotted.names, paths, INC-1042) match '
+    "whole or by their parts; prose is stemmed. It narrows the candidates; their ranking is unchanged."
+)
+QUERY_HELP = (
+    "What you want to know. Inline syntax: tag:auth, path:src/lib/auth.ts and project:slug narrow the "
+    "search; a quoted phrase or an identifier-like word (holding _, :: or (), or in capitals with a "
+    "digit) becomes a keyword filter; the rest is the semantic query. The response says what was understood."
+)
+
+
 class SearchFiltersSerializer(InputSerializer):
     tags = tags_field(required=False, default=list)
+    text = StrictCharField(
+        required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, help_text=KEYWORD_TEXT_HELP
+    )
+
+    def validate_text(self, value: str) -> str:
+        if error := text_error(value):
+            raise serializers.ValidationError(error)
+        return value
 
 
 class SearchInputSerializer(InputSerializer):
-    query = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
+    query = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, help_text=QUERY_HELP)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     filters = SearchFiltersSerializer(required=False)
     project = serializers.SlugField(
         required=False, help_text="Search one project; default: every project you see."
+    )
+    min_score = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Leave out hits whose final score is below this (0-1); by default nothing is left out.",
     )
 
 
@@ -73,6 +101,27 @@ UNRESOLVED_REFERENCES_HELP = (
 )
 
 
+class SpanSerializer(serializers.Serializer):
+    start = serializers.IntegerField(help_text="Offset of the first character, in characters.")
+    end = serializers.IntegerField(help_text="Offset just past the last character.")
+    text = serializers.CharField()
+
+
+class HighlightsSerializer(serializers.Serializer):
+    title = SpanSerializer(many=True)
+    content = SpanSerializer(many=True)
+
+
+class UnderstoodSerializer(serializers.Serializer):
+    query = serializers.CharField(help_text="The semantic query.")
+    text = serializers.CharField(
+        help_text="The keyword filter read from the query (quoted phrases, identifiers)."
+    )
+    tags = serializers.ListField(child=serializers.CharField())
+    paths = serializers.ListField(child=serializers.CharField())
+    project = serializers.CharField(allow_null=True)
+
+
 class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
@@ -81,10 +130,15 @@ class HitSerializer(serializers.Serializer):
     unresolved_references = serializers.ListField(
         child=serializers.CharField(), help_text=UNRESOLVED_REFERENCES_HELP
     )
+    highlights = HighlightsSerializer(
+        allow_null=True,
+        help_text="What the keyword filter matched in the title and content; null without one.",
+    )
 
 
 class SearchOutputSerializer(serializers.Serializer):
     results = HitSerializer(many=True)
+    understood = UnderstoodSerializer()
     took_ms = serializers.FloatField()
 
 

@@ -18,7 +18,8 @@ from contextforge.api.parsers import RawBodyParser
 from contextforge.api.validation import validated
 from knowledge import embeddings, selectors, services
 from knowledge.api import serializers as s
-from knowledge.ranking import SearchFilters, search
+from knowledge.query_syntax import understand
+from knowledge.ranking import highlights_data, search
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
@@ -266,12 +267,22 @@ class SearchApi(APIView):
     )
     def post(self, request):
         data = validated(s.SearchInputSerializer, request.data)
-        if not data["query"].strip():
+        understood = understand(data["query"])
+        if not understood.query.strip():
             raise ApplicationError(_("The query must not be blank."), field="query")
-        projects = projects_named(request, data.get("project"))
-        filters = SearchFilters(tags=tuple(data.get("filters", {}).get("tags", [])))
+        projects = projects_named(request, understood.project or data.get("project"))
+        given = data.get("filters", {})
+        filters = selectors.search_filters(
+            projects=projects, understood=understood, tags=given.get("tags", []), text=given.get("text", "")
+        )
         try:
-            result = search(projects=projects, query=data["query"], filters=filters, limit=data["limit"])
+            result = search(
+                projects=projects,
+                query=understood.query,
+                filters=filters,
+                limit=data["limit"],
+                min_score=data.get("min_score"),
+            )
         except embeddings.EmbeddingUnavailable:
             raise ApplicationError(selectors.SEARCH_UNAVAILABLE, status_code=503) from None
         items = s.ItemOutputSerializer([hit.item for hit in result.hits], many=True).data  # fields built once
@@ -283,9 +294,11 @@ class SearchApi(APIView):
                     "signals": vars(hit.signals),
                     "live_references": list(hit.live_references),
                     "unresolved_references": list(hit.unresolved_references),
+                    "highlights": highlights_data(hit),
                 }
                 for hit, item in zip(result.hits, items, strict=True)
             ],
+            "understood": understood.as_dict(),
             "took_ms": round(result.took_ms, 2),
         }
         return Response(body)

@@ -458,15 +458,26 @@ def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name
     return out
 
 
-def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tuple[Candidates, float | None]]:
-    """Every live row of ``snapshots`` (from ``refreshed``), as chunks in descending cosine, each with
-    the highest cosine any later row may have (None after the last chunk).
+def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
+    if only is None:
+        return snapshot.live
+    return snapshot.live & np.isin(snapshot.ids, only)
+
+
+def nearest(
+    snapshots: list[Snapshot], query_vector: np.ndarray, *, only: np.ndarray | None = None
+) -> Iterator[tuple[Candidates, float | None]]:
+    """Every live row of ``snapshots`` (from ``refreshed``) whose id is in ``only`` (when given), as
+    chunks in descending cosine, each with the highest cosine any later row may have (None after the
+    last chunk).
 
     Chunks double in size: most searches stop after the first, so only it is selected and rescored
     from the float32 vectors. Rows within a chunk are in no order: the ranking scores a chunk whole.
     """
     query = query_vector.astype(np.float32)
-    screened = np.concatenate([np.where(s.live, _screen(s.halves, query), -np.inf) for s in snapshots])
+    screened = np.concatenate(
+        [np.where(_wanted(s, only), _screen(s.halves, query), -np.inf) for s in snapshots]
+    )
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     left = torch.from_numpy(screened)

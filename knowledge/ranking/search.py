@@ -24,6 +24,7 @@ from itertools import islice
 
 import numpy as np
 from django.conf import settings
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
@@ -32,6 +33,7 @@ from pgvector.django import CosineDistance
 from accounts.models import Project
 from gitsync.selectors import live_since, repository_files, synced_repositories
 from knowledge import embeddings
+from knowledge.keywords import Span, headline, spans
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
@@ -56,9 +58,17 @@ EXACT_OVER_BUDGET = "exact (over memory budget)"
 @dataclass(frozen=True)
 class SearchFilters:
     tags: tuple[str, ...] = ()
+    # Keyword queries in websearch_to_tsquery syntax (knowledge/keywords.py), each of which must match.
+    texts: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # items referencing any of these files
 
     def __post_init__(self):
         object.__setattr__(self, "tags", tuple(normalize_tag(tag) for tag in self.tags))
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the filters keep only some of the items a default search ranks (tags aside)."""
+        return bool(self.texts or self.paths)
 
     @property
     def includes_test(self) -> bool:
@@ -71,6 +81,8 @@ class Hit:
     score: float
     signals: Signals
     references: ReferenceStatus = NO_STATUS
+    # Per field ("title", "content"): the stretches the keyword filter matched (empty without one).
+    highlights: dict[str, list[Span]] = field(default_factory=dict)
 
     @property
     def live_references(self) -> tuple[str, ...]:
@@ -277,6 +289,20 @@ def _read(
     return read, needed
 
 
+HIGHLIGHTED = ("title", "content")
+
+
+def highlights_data(hit: Hit) -> dict | None:
+    """``hit.highlights`` as plain data (the API's and MCP's), None when no keyword filter ran."""
+    if not hit.highlights:
+        return None
+    return {name: [vars(span) for span in spans] for name, spans in hit.highlights.items()}
+
+
+def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
+    return {name: spans(getattr(item, name), getattr(item, f"{name}_marked"), texts) for name in HIGHLIGHTED}
+
+
 def search(
     *,
     projects,
@@ -286,8 +312,10 @@ def search(
     now: datetime | None = None,
     query_vector: np.ndarray | None = None,
     count_excluded: bool = False,
+    min_score: float | None = None,
 ) -> SearchResult:
-    """The ``limit`` best items for ``query`` in ``projects`` under the spec's formula, best first."""
+    """The ``limit`` best items for ``query`` in ``projects`` under the spec's formula, best first;
+    with ``min_score``, only those of them that score at least that."""
     started = time.perf_counter()
     filters = filters or SearchFilters()
     now = now or timezone.now()
@@ -302,6 +330,16 @@ def search(
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
+    candidates = (
+        scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
+    )
+    # The copy holds every searchable row: a narrowing filter keeps those PostgreSQL finds (an index
+    # read), their ids in one array (one value to parse, not a row per item).
+    only = (
+        np.array(candidates.order_by().aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
+        if strategy == MATRIX and filters.narrows
+        else None
+    )
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -309,16 +347,21 @@ def search(
     embed_ms = (time.perf_counter() - embed_started) * 1000
     while True:
         if strategy != MATRIX:
-            stream = _exact_stream(scope.embedded().with_tags(list(filters.tags)), query_vector, limit)
+            stream = _exact_stream(candidates, query_vector, limit)
         else:
-            stream = matrix.nearest(snapshots, query_vector)
+            stream = matrix.nearest(snapshots, query_vector, only=only)
         read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}
             break
         ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
         # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
-        items = scope.without_embedding().order_by().in_bulk([item_id for _row, item_id in ranked])
+        read_items = scope.without_embedding().order_by()
+        if filters.texts:
+            read_items = read_items.annotate(
+                **{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED}
+            )
+        items = read_items.in_bulk([item_id for _row, item_id in ranked])
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
@@ -334,9 +377,10 @@ def search(
             references=paths.get(items[item_id].project_id, PathIndex()).status(
                 read.candidates.references[row], since
             ),
+            highlights=_highlights(items[item_id], filters.texts) if filters.texts else {},
         )
         for row, item_id in ranked
-        if item_id in items
+        if item_id in items and (min_score is None or read.final[row] >= min_score)
     ]
     result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:

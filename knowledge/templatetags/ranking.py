@@ -1,13 +1,20 @@
-"""How a hit's signals read in a page: each boost as the share of the score it added."""
+"""How a hit reads in a page: each boost as the share of the score it added, and what its keyword
+filter matched, marked."""
 
 from __future__ import annotations
 
 from django import template
 from django.utils.formats import number_format
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
 
+from knowledge.ranking import Hit
 from knowledge.ranking import signals as ranking
 
 register = template.Library()
+
+EXCERPT_CHARS = 220  # of an item's content shown under a hit
+EXCERPT_LEAD = 60  # characters shown before the first highlight, when the excerpt cannot start at the top
 
 
 @register.filter
@@ -34,3 +41,34 @@ def is_penalized(signals: ranking.Signals) -> bool:
 @register.simple_tag
 def penalty_percent() -> str:
     return percent(1 - ranking.PROPOSAL_PENALTY, 0)
+
+
+@register.filter
+def marked_title(hit: Hit) -> str:
+    """The hit's title, escaped, with each stretch its keyword filter matched in a <mark>."""
+    title = hit.item.title
+    return _marked(title, hit.highlights.get("title", []), 0, len(title))
+
+
+@register.filter
+def content_excerpt(hit: Hit, length: int = EXCERPT_CHARS) -> str:
+    """Up to ``length`` characters of the hit's content, escaped, from a little before the first stretch
+    its keyword filter matched, with those stretches in a <mark>; an ellipsis where text was cut."""
+    text, spans = hit.item.content, hit.highlights.get("content", [])
+    start = max(0, spans[0].start - EXCERPT_LEAD) if spans and spans[0].end > length else 0
+    end = min(len(text), start + length)
+    body = _marked(text, spans, start, end)
+    return mark_safe(("…" if start else "") + body + ("…" if end < len(text) else ""))
+
+
+def _marked(text: str, spans, start: int, end: int) -> str:
+    pieces, at = [], start
+    for span in spans:
+        if span.end <= at or span.start >= end:
+            continue
+        span_start, span_end = max(span.start, at), min(span.end, end)
+        pieces.append(escape(text[at:span_start]))
+        pieces.append(format_html("<mark>{}</mark>", text[span_start:span_end]))
+        at = span_end
+    pieces.append(escape(text[at:end]))
+    return mark_safe("".join(pieces))

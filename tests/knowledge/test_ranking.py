@@ -41,10 +41,12 @@ FORMS = [
 PATHS = ["src/lib/auth.ts", "app/models.py", "deploy/helm/values.yaml", "README.md", "billing/api.go"]
 
 
-def brute_force(project, query: str, limit: int, now, tags=()) -> list[tuple[int, float]]:
-    """Every visible item scored with the spec's formula written out here, independently of the service."""
+def brute_force(project, query: str, limit: int, now, tags=(), text: str = "") -> list[tuple[int, float]]:
+    """Every visible item scored with the spec's formula written out here, independently of the service;
+    with ``text``, every item that matches the keyword query (which items match is test_keywords.py's)."""
     q = embeddings.embed_query(query)
     rows = KnowledgeItem.objects.filter(project=project, embedding__isnull=False)
+    rows = rows.matching([text]) if text else rows
     rows = rows.filter(tags__overlap=list(tags)) if tags else rows
     rows = rows if "test" in tags else rows.exclude(tags__contains=["test"])
     scored = []
@@ -105,6 +107,33 @@ def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_age
         expected = brute_force(memory_of_many_ages.project, query, limit, now)
         assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
         assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+        ("redis caching decision", "redis or billing -TODO"),
+        ("who owns authentication tokens?", '"root cause"'),
+        ("TODO billing", "TODO or WISH"),
+    ],
+)
+def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_matching_items(
+    memory_of_many_ages, owner_api, query, text, stream
+):
+    now = timezone.now()
+    project = memory_of_many_ages.project
+    matching = project.items.matching([text]).exclude(tags__contains=["test"]).count()
+    assert 25 < matching < project.items.count() - 25  # the filter narrows, and leaves more than k
+    for limit in (1, 10, 25):
+        body = {"query": query, "limit": limit, "filters": {"text": text}}
+        response = owner_api.post("/api/v1/search/", body, format="json")
+        assert response.status_code == 200, response.content
+        got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
+        expected = brute_force(project, query, limit, now, text=text)
+        assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):

@@ -59,7 +59,13 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None, tool.name
     assert tools["memory_query"].input_schema["required"] == ["query"]
-    assert set(tools["memory_query"].input_schema["properties"]) == {"query", "limit", "tags"}
+    assert set(tools["memory_query"].input_schema["properties"]) == {
+        "query",
+        "limit",
+        "tags",
+        "text",
+        "min_score",
+    }
     assert tools["memory_ingest"].input_schema["required"] == ["title", "content"]
 
     assert not saved.is_error, tool_text(saved)
