@@ -28,6 +28,14 @@ def _model_loaded_once(embedder):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _copies_load_in_the_search(settings):
+    """A search that finds a project's copy absent loads it itself: tests see the stream they set up at
+    once, and a loader thread never reads a database that a test's transaction hides from it
+    (tests/knowledge/test_matrix.py tests the background loader)."""
+    settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = False
+
+
 @dataclass
 class Cast:
     project: Project

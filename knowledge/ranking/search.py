@@ -8,8 +8,8 @@ formula, not a re-sort of the k nearest by cosine.
 Two streams, both exact: up to ``CONTEXTFORGE_EXACT_SCAN_MAX`` candidates (and for every search
 narrowed by tags) PostgreSQL scans and sorts them; above it, the process's in-memory copy of the
 projects' vectors orders them (matrix.py) and each chunk's rows are read from the database, unless
-the copies would not fit in ``CONTEXTFORGE_MATRIX_MEMORY_MB``: then PostgreSQL scans them, and the
-result's ``strategy`` says so (``EXACT_OVER_BUDGET``).
+the copies would not fit in ``CONTEXTFORGE_MATRIX_MEMORY_MB``, or are still loading: then PostgreSQL
+scans them, and the result's ``strategy`` says so (``EXACT_OVER_BUDGET``, ``EXACT_WHILE_LOADING``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ EXACT = "exact"
 MATRIX = "matrix"
 # PostgreSQL's exact scan, for projects whose copies would not fit in CONTEXTFORGE_MATRIX_MEMORY_MB.
 EXACT_OVER_BUDGET = "exact (over memory budget)"
+# PostgreSQL's exact scan while the projects' copies load in the background.
+EXACT_WHILE_LOADING = "exact (copy loading)"
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,8 @@ def search(
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
+    elif snapshots == matrix.LOADING:
+        strategy = EXACT_WHILE_LOADING
 
     embed_started = time.perf_counter()
     if query_vector is None:
