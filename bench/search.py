@@ -319,7 +319,10 @@ def main(argv=None) -> dict:
             return search_api(base, secret, q)
 
         for q in queries:
-            api(q)  # each worker loads the model and the project's copy on its first searches
+            api(q)  # each worker loads the model on its first search, and the project's copy meanwhile
+        time.sleep(5)  # the copies' background loads finish
+        for q in queries:
+            api(q)
         api_ms = [timed(api, q) for _ in range(REPEATS) for q in queries]
         result["api_p50_ms"] = statistics.median(api_ms)
         result["api_p95_ms"] = p(api_ms, 0.95)
