@@ -51,6 +51,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef
+from threadpoolctl import threadpool_limits
 
 from knowledge.models import KnowledgeItem
 from knowledge.ranking.candidates import STAMP, Candidates, objects
@@ -86,6 +87,11 @@ _ATTRIBUTES = ("stamp", "references", "is_proposal")  # what a row holds besides
 # refreshes, searches refused a copy for want of memory.
 stats: Counter[str] = Counter()
 logger = logging.getLogger(__name__)
+
+# BLAS runs each product on the calling thread. A search's product is small, and a web worker's
+# concurrent requests, the embedding's threads and the other processes already hold the cores: BLAS's
+# own threads would only wait for them, for far longer than the product takes (bench/ and the README).
+threadpool_limits(1, user_api="blas")
 # What ``refreshed`` answers while the projects' copies load in the background.
 LOADING = "loading"
 
