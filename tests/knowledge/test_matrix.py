@@ -229,6 +229,31 @@ def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_t
     assert set(matrix.held()) == {a.pk, b.pk} and sum(matrix.held().values()) <= 2**20
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_background_load_that_fails_leaves_the_searches_with_postgresql_and_is_tried_again(
+    four_projects, in_memory, monkeypatch, caplog
+):
+    in_memory.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = True
+    a = four_projects[0]
+    real_load = matrix._load
+
+    def broken(cursor, copy):
+        raise psycopg.OperationalError("connection lost")
+
+    monkeypatch.setattr(matrix, "_load", broken)
+    exact = search(projects=[a], query=QUERY)
+    matrix.wait_for_loads()
+    assert exact.strategy == EXACT_WHILE_LOADING and exact.hits
+    assert matrix.held() == {} and "loading an in-memory copy failed" in caplog.text
+
+    monkeypatch.setattr(matrix, "_load", real_load)
+    assert search(projects=[a], query=QUERY).strategy == EXACT_WHILE_LOADING  # a new load begins
+    matrix.wait_for_loads()
+    found = search(projects=[a], query=QUERY)
+    assert found.strategy == "matrix"
+    assert [h.item.pk for h in found.hits] == [h.item.pk for h in exact.hits]
+
+
 def dsn() -> dict:
     db = connection.settings_dict
     return {"host": db["HOST"], "port": db["PORT"] or None, "user": db["USER"], "dbname": db["NAME"]}
