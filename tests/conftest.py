@@ -95,7 +95,8 @@ def stream(request, settings, monkeypatch):
 
     search_module = importlib.import_module("knowledge.ranking.search")
     if request.param == "exact":
-        # A first statement of a few rows: the rest is read again from the top through the cursor.
+        # A first statement of few rows (four times the limit): the rest is read again from the top
+        # through the cursor.
         monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 3)
     if request.param == "matrix":
         settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0  # every project counts as large

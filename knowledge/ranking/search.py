@@ -146,9 +146,10 @@ def _projects(projects) -> dict[int, Project]:
     return dict(sorted(by_id.items()))
 
 
-# Rows the exact stream's first statement reads: enough for most searches of a project at the exact-scan
-# threshold, whose candidates' ceilings reach the k-th best score (bench/search.py reports how many).
-FIRST_EXACT_ROWS = 400
+# Rows the exact stream's first statement reads (at least four times the limit): enough for most
+# searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
+# how many); every row read costs its transfer and parsing.
+FIRST_EXACT_ROWS = 100
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
 
@@ -219,7 +220,7 @@ def _exact_stream(
     def chunk(batch: list[tuple]) -> Candidates:
         return Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
 
-    first = max(FIRST_EXACT_ROWS, limit)
+    first = max(FIRST_EXACT_ROWS, 4 * limit)
     batch = list(columns[: first + 1])
     if len(batch) <= first:
         if batch:
