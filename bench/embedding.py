@@ -5,8 +5,9 @@
   load the neighbours put on a shared machine falls on every engine alike.
 - Concurrency: 1, 2 and 4 client threads embedding queries at once through one engine, as the threads
   of a gunicorn worker do; per-call p50 and the total rate.
-- Start-up: a fresh process per backend (alternating, START_ROUNDS each) that sets Django up, loads the
-  engine and embeds one query; its wall time, and its RSS after that query.
+- Start-up: a fresh process per backend (alternating, START_ROUNDS each) that loads what a web worker
+  loads (the ASGI application and every view, the ranking engine among them; torch only for torch),
+  loads the engine and embeds one query; its wall time, and its RSS after that query.
 """
 
 from __future__ import annotations
@@ -127,11 +128,13 @@ def concurrency(models: dict) -> dict:
 
 
 def start_once(backend: str) -> dict:
-    """In a fresh process: Django, the engine, one query; the parent times the whole process."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    import django
+    """In a fresh process, what a web worker loads: the ASGI application with every URL's views (the
+    ranking engine among them), the engine, one query; the parent times the whole process."""
+    from django.urls import get_resolver
 
-    django.setup()
+    import contextforge.asgi  # noqa: F401  (Django set up, MCP's app built)
+
+    get_resolver().url_patterns  # noqa: B018  (imports every view, as the first request does)
     from knowledge import embeddings
 
     started = time.perf_counter()
@@ -144,6 +147,7 @@ def start_once(backend: str) -> dict:
     }
     return {
         "backend": embeddings.status()["backend"],
+        "torch_loaded": "torch" in sys.modules,
         "load_s": loaded,
         "rss_mb": status["VmRSS"],
         "peak_rss_mb": status["VmHWM"],
@@ -172,7 +176,7 @@ def start_up() -> dict:
             key: statistics.median(r[key] for r in rs)
             for key in ("process_s", "load_s", "rss_mb", "peak_rss_mb")
         }
-        | {"process_s_runs": [r["process_s"] for r in rs]}
+        | {"process_s_runs": [r["process_s"] for r in rs], "torch_loaded": any(r["torch_loaded"] for r in rs)}
         for backend, rs in runs.items()
     }
 
@@ -272,7 +276,7 @@ def report(r: dict) -> None:
     for backend, s in r["start"].items():
         print(
             f"  {backend:8} start: process {s['process_s']:.1f} s (model + first query {s['load_s']:.2f} s), "
-            f"RSS {s['rss_mb']:.0f} MB, peak {s['peak_rss_mb']:.0f} MB"
+            f"RSS {s['rss_mb']:.0f} MB, peak {s['peak_rss_mb']:.0f} MB; torch loaded: {s['torch_loaded']}"
         )
 
 

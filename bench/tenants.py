@@ -1,7 +1,7 @@
 """Many teams on one deployment, in its own process and database (see bench/__main__.py).
 
 Hundreds of projects of 1,000-3,000 items and one of 100,000 (by default), their vectors real embeddings
-of generated notes, perturbed (bench/data.py). A gunicorn with the project's settings serves the API;
+of generated notes, perturbed (bench/data.py). The server `make run` starts serves the API;
 client threads search random projects. Reported: p50/p95 by project size, against the same sizes
 searched alone by as many threads in the same run; each web worker's resident memory against what it
 held with the model loaded and no copy yet (``CONTEXTFORGE_MATRIX_MEMORY_MB`` bounds the copies); and the
@@ -78,8 +78,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--large", type=int, default=100_000, help="items of the one large project")
     parser.add_argument("--seeds", type=int, default=1000, help="notes really embedded, the others' sources")
     parser.add_argument("--clients", type=int, default=8, help="client threads")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--worker-threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--workers", type=int, default=2, help="web workers (manage.py serve --web-workers)")
     parser.add_argument("--searches", type=int, default=1600, help="searches over random projects")
     parser.add_argument("--alone", type=int, default=240, help="searches per project searched alone")
     parser.add_argument("--json", required=True)
@@ -110,7 +109,6 @@ def main(argv=None) -> dict:
         "memory_budget_mb": settings.CONTEXTFORGE_MATRIX_MEMORY_MB,
         "clients": args.clients,
         "workers": args.workers,
-        "worker_threads": args.worker_threads,
     }
     user, _ = accounts.user_ensure(username="bench")
     secret = accounts.api_key_create(owner=user, name="bench", scopes=["read"]).secret
@@ -146,7 +144,7 @@ def main(argv=None) -> dict:
 
     queries = data.QUERIES
     budget_env = {"CONTEXTFORGE_MATRIX_MEMORY_MB": str(settings.CONTEXTFORGE_MATRIX_MEMORY_MB)}
-    with web_server(workers=args.workers, threads=args.worker_threads, env=budget_env) as (web, url):
+    with web_server(workers=args.workers, env=budget_env) as (web, url):
 
         def run(pick, count: int, *, warm: bool = True) -> list[tuple[str, float]]:
             """``count`` searches from the client threads, each of the project ``pick(rng)`` names."""

@@ -303,6 +303,9 @@ CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, mini
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).
 CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, minimum=0)
+# A copy not in memory yet is loaded by a thread of its own while PostgreSQL ranks its searches; off,
+# the search that finds it absent loads it and waits.
+CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = env_bool("CONTEXTFORGE_MATRIX_BACKGROUND_LOAD", True)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import socket
 import subprocess
 import threading
@@ -26,6 +27,14 @@ def embedder():
 def _model_loaded_once(embedder):
     # Every test shares the one loaded model; tests that break it (a bad model name) do so by setting.
     yield
+
+
+@pytest.fixture(autouse=True)
+def _copies_load_in_the_search(settings):
+    """A search that finds a project's copy absent loads it itself: tests see the stream they set up at
+    once, and a loader thread never reads a database that a test's transaction hides from it
+    (tests/knowledge/test_matrix.py tests the background loader)."""
+    settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = False
 
 
 @dataclass
@@ -84,9 +93,14 @@ def stream(request, settings, monkeypatch):
     """Each ranking stream in turn: PostgreSQL's exact scan, and the in-memory matrix for large projects."""
     from knowledge.ranking import forget_caches, matrix
 
+    search_module = importlib.import_module("knowledge.ranking.search")
+    if request.param == "exact":
+        # A first statement of few rows (four times the limit): the rest is read again from the top
+        # through the cursor.
+        monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 3)
     if request.param == "matrix":
         settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0  # every project counts as large
-        # Chunks of a few candidates: whether the next chunk is read rests on the half-precision
+        # Chunks of a few candidates: whether the next chunk is read rests on the stream's
         # bound, as it does at 100,000 items, not on a small project fitting in the first chunk.
         monkeypatch.setattr(matrix, "FIRST_CHUNK", 3)
     forget_caches()

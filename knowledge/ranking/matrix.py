@@ -6,10 +6,10 @@ candidate lists miss items on text-like embeddings, while an exact scan of the p
 reads every row. A matrix product over the same vectors in memory is exact and several times faster
 (bench/ and the README hold the figures).
 
-Candidates are ordered by the cosine of half-precision copies of the vectors, selected a chunk at a
-time by ``torch.topk`` (faster than numpy's argpartition), and each chunk is rescored from the
-float32 vectors. The stream never stops early, because the cosine of an unread item is at most its
-half-precision cosine plus ``SCREEN_ERROR``.
+Every row's cosine is one float32 matrix-vector product (numpy's BLAS), and candidates are selected
+from those cosines a chunk at a time by ``np.argpartition``: the cosines that order the stream are
+the ones the ranking scores, so the bound handed over with a chunk (the best cosine left) is exact.
+numpy alone: a web worker under the ONNX engine never loads torch.
 
 The copy holds, per item and column by column, what ranking reads: the vector, the recency stamp, the
 references and the wish flag, for the items a default search may return (embedded, not archived, not
@@ -22,6 +22,10 @@ that took the previous snapshot reads it unchanged to the end.
 Memory: all projects' copies together stay within ``CONTEXTFORGE_MATRIX_MEMORY_MB``; loading a project
 evicts the least recently searched ones, and a project set that cannot fit is ranked by PostgreSQL.
 
+Loads: with ``CONTEXTFORGE_MATRIX_BACKGROUND_LOAD`` (the default) no search waits for a copy to load. A
+search whose copy is absent is ranked by PostgreSQL while one loader thread per process reads the
+copy, one project after another, so a process holds at most one load's transient buffers.
+
 Freshness without a cache to invalidate: a trigger stamps ``version`` with the id of the (top-level)
 transaction that wrote the row. Each read also returns its own snapshot's horizon: the transactions
 it could not see (those in progress, and every id from ``xmax`` on). A write that read missed carries
@@ -33,19 +37,21 @@ A deleted row leaves no stamp: the ranking service finds it missing when it read
 
 from __future__ import annotations
 
+import logging
 import mmap
 import threading
 import time
 import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
-import torch
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef
+from threadpoolctl import threadpool_limits
 
 from knowledge.models import KnowledgeItem
 from knowledge.ranking.candidates import STAMP, Candidates, objects
@@ -66,16 +72,12 @@ _ROW = np.dtype(
 )
 _HEADER, _TRAILER = 19, 2
 FIRST_CHUNK = 1024  # most searches at 100,000 items stop within the first chunk
-# How far a half-precision cosine of two unit vectors may stray from the float32 one: rounding each of
-# the two vectors to float16 costs at most 2**-11 of sum(|q_i * x_i|) <= 1 each, the float32 sums
-# another 384 * 2**-24, and the float16 result 2**-11: ~1.5e-3 in all, with room to spare.
-SCREEN_ERROR = 4e-3
 
 # What a row costs beyond its columns: the Python objects behind it (its entry in ``row_of``, its list
 # of references), estimated; the columns are counted by their arrays' sizes.
 PY_ROW_BYTES = 256
-# What a row costs: its columns (id, vector, half vector, live, stamp, wish flag, references) and more.
-ROW_BYTES = 8 + 4 * DIMENSIONS + 2 * DIMENSIONS + 1 + 8 + 1 + 8 + PY_ROW_BYTES
+# What a row costs: its columns (id, vector, live, stamp, wish flag, references) and more.
+ROW_BYTES = 8 + 4 * DIMENSIONS + 1 + 8 + 1 + 8 + PY_ROW_BYTES
 # Retired rows are dropped (the columns copied) once they are this share of a copy's rows.
 COMPACT_SHARE = 0.5
 
@@ -84,6 +86,14 @@ _ATTRIBUTES = ("stamp", "references", "is_proposal")  # what a row holds besides
 # What this process did, for tests and benchmarks to observe: copies loaded and evicted, rows read by
 # refreshes, searches refused a copy for want of memory.
 stats: Counter[str] = Counter()
+logger = logging.getLogger(__name__)
+
+# BLAS runs each product on the calling thread. A search's product is small, and a web worker's
+# concurrent requests, the embedding's threads and the other processes already hold the cores: BLAS's
+# own threads would only wait for them, for far longer than the product takes (bench/ and the README).
+threadpool_limits(1, user_api="blas")
+# What ``refreshed`` answers while the projects' copies load in the background.
+LOADING = "loading"
 
 
 def budget_bytes() -> int:
@@ -102,7 +112,6 @@ class Snapshot:
     project_id: int
     ids: np.ndarray  # int64
     vectors: np.ndarray  # float32, (rows, DIMENSIONS), unit length
-    halves: np.ndarray  # the same in float16, for ordering the candidates
     live: np.ndarray  # bool: searchable (false for a row retired by a later write, or deleted)
     stamps: np.ndarray  # float64: what recency ages, as candidates.STAMP reads it
     proposals: np.ndarray  # bool
@@ -129,10 +138,10 @@ def _owner(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _rows(array: np.ndarray, rows, dtype=None) -> np.ndarray:
-    """``array[rows]`` (as ``dtype``) in an array of its own (_allocated)."""
+def _rows(array: np.ndarray, rows) -> np.ndarray:
+    """``array[rows]`` in an array of its own (_allocated)."""
     picked = np.arange(len(array))[rows]
-    out = _allocated((len(picked), *array.shape[1:]), dtype or array.dtype)
+    out = _allocated((len(picked), *array.shape[1:]), array.dtype)
     for start in range(0, len(picked), 4096):  # a block at a time: no full-size temporary
         out[start : start + 4096] = array[picked[start : start + 4096]]
     return out
@@ -159,6 +168,7 @@ class _Copy:
     size: int = 0
     retired: int = 0
     horizon: tuple[int, list[int]] | None = None  # (xmax, in-progress ids) of the last read; None: unread
+    loading: bool = False  # handed to the background loader, not loaded yet
     read_started: float = -1.0  # time.monotonic() just before the last read's query was sent
     changes: tuple[str, tuple] | None = None  # the compiled catch-up query
     snapshot: Snapshot | None = None
@@ -179,7 +189,6 @@ class _Copy:
         c = self.columns
         c["ids"][rows] = ids
         c["vectors"][rows] = vectors
-        c["halves"][rows] = c["vectors"][rows]
         c["live"][rows] = True
         c["stamps"][rows] = [np.nan if a[0] is None else a[0] for a in attributes]
         c["references"][rows] = objects([a[1] for a in attributes])
@@ -300,7 +309,6 @@ def _load(cursor, copy: _Copy) -> None:
     copy.columns = {
         "ids": ids,
         "vectors": vectors,
-        "halves": _rows(vectors, slice(None), np.float16),
         "live": np.ones(len(ids), dtype=bool),
         "stamps": np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
         "proposals": np.array([a[2] for a in attributes], dtype=bool),
@@ -380,9 +388,10 @@ def _make_room(needed: int, keep: set[int]) -> None:
             stats["evictions"] += 1
 
 
-def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | None:
+def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | str | None:
     """Snapshots of the projects' searchable items, caught up with the database (loaded on first use,
-    ``rows`` being at most how many they hold); None when they cannot fit in the memory budget together.
+    ``rows`` being at most how many they hold); None when they cannot fit in the memory budget together;
+    LOADING when one is not loaded yet and ``CONTEXTFORGE_MATRIX_BACKGROUND_LOAD`` loads it meanwhile.
 
     A project is read by one thread at a time; a thread that waited for another's read, begun after
     it arrived, takes that read's snapshot instead of querying again.
@@ -398,12 +407,19 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
         _make_room(needed, keep)
         if _total() + needed > budget_bytes():  # evicted copies are still being read: not now
             for copy in unread:
-                if not copy.nbytes:  # nobody is loading it
+                if not copy.nbytes and not copy.loading:  # nobody is loading it
                     _copies.pop(copy.project_id, None)
             stats["over_budget"] += 1
             return None
         if unread and not unread[0].nbytes:
             unread[0].nbytes = needed  # reserved while it loads, so that other threads' loads leave room
+        if unread and settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD:
+            waiting = [copy for copy in unread if not copy.loading]
+            for copy in waiting:
+                copy.loading = True
+            if waiting:
+                _loader.submit(_load_in_background, waiting)
+            return LOADING
     snapshots = []
     with connection.cursor() as cursor:
         for copy in copies:
@@ -435,15 +451,56 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
     return snapshots
 
 
+# One loader per process: loads never overlap, nor wait for each other's searches.
+_loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="matrix-loader")
+
+
+def _load_in_background(copies: list[_Copy]) -> None:
+    """Load ``copies`` (reserved and marked ``loading`` by ``refreshed``) and offer them to searches."""
+    try:
+        with connection.cursor() as cursor:
+            for copy in copies:
+                with copy.lock:
+                    if copy.horizon is None:
+                        started = time.monotonic()
+                        _load(cursor, copy)
+                        copy.publish()
+                        copy.read_started = started
+                        stats["background_loads"] += 1
+    except Exception:  # a search never depends on it: PostgreSQL keeps ranking these projects
+        logger.exception("loading an in-memory copy failed")
+    finally:
+        connection.close()  # this thread's own connection: back to the pool, or closed
+        with _lock:
+            for copy in copies:
+                copy.loading = False
+            loaded = [copy for copy in copies if copy.horizon is not None]
+            if len(loaded) < len(copies) or sum(c.nbytes for c in loaded) > budget_bytes():
+                for copy in copies:  # failed, or larger than counted: searches stay with PostgreSQL
+                    if _copies.get(copy.project_id) is copy:
+                        del _copies[copy.project_id]
+            else:
+                for copy in copies:
+                    _copies.setdefault(copy.project_id, copy)  # evicted meanwhile: back in
+                _make_room(0, {copy.project_id for copy in copies})
+
+
+def wait_for_loads() -> None:
+    """Return once every load handed to the background loader so far is done (tests, benchmarks)."""
+    _loader.submit(lambda: None).result()
+
+
 def held() -> dict[int, int]:
     """project id -> what its copy takes in this process, by the count the budget uses."""
     with _lock:
         return {p: c.nbytes for p, c in _copies.items() if c.horizon is not None}
 
 
-def _screen(halves: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Half-precision cosines of every row (torch: numpy has no fast float16 product)."""
-    return (torch.from_numpy(halves) @ torch.from_numpy(query.astype(np.float16))).numpy().astype(np.float32)
+def _top(values: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` largest of ``values``, in no order."""
+    if count >= len(values):
+        return np.arange(len(values))
+    return np.argpartition(values, len(values) - count)[len(values) - count :]
 
 
 def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name: str) -> np.ndarray:
@@ -471,33 +528,31 @@ def nearest(
     chunks in descending cosine, each with the highest cosine any later row may have (None after the
     last chunk).
 
-    Chunks double in size: most searches stop after the first, so only it is selected and rescored
-    from the float32 vectors. Rows within a chunk are in no order: the ranking scores a chunk whole.
+    Chunks double in size: most searches stop after the first, so only it is selected. Rows within a
+    chunk are in no order: the ranking scores a chunk whole.
     """
     query = query_vector.astype(np.float32)
-    screened = np.concatenate(
-        [np.where(_wanted(s, only), _screen(s.halves, query), -np.inf) for s in snapshots]
-    )
+    cosines = np.concatenate([np.where(_wanted(s, only), s.vectors @ query, -np.inf) for s in snapshots])
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
-    left = torch.from_numpy(screened)
     size = FIRST_CHUNK
     while True:
-        values, picked = torch.topk(left, min(size + 1, len(left)))
-        values, picked = values.numpy(), picked.numpy()
-        if len(values) > size and values[size] > -np.inf:
-            rest = float(values[size]) + SCREEN_ERROR
-            values, picked = values[:size], picked[:size]
-        else:
-            rest = None
-        picked = picked[values > -np.inf]
+        picked = _top(cosines, size + 1)
+        values = cosines[picked]
+        rest = None
+        if len(picked) > size:  # the (size + 1)th best stays unread: no later row's cosine is above it
+            last = int(np.argmin(values))
+            if values[last] > -np.inf:
+                rest = float(values[last])
+            picked, values = np.delete(picked, last), np.delete(values, last)
+        picked, values = picked[values > -np.inf], values[values > -np.inf]
         if len(picked):
             owner = np.searchsorted(offsets, picked, side="right") - 1
             rows = picked - offsets[owner]
             yield (
                 Candidates(
                     ids=_gather(snapshots, owner, rows, "ids"),
-                    cosines=(_gather(snapshots, owner, rows, "vectors") @ query).astype(np.float64),
+                    cosines=values.astype(np.float64),
                     project_ids=project_of[owner],
                     stamps=_gather(snapshots, owner, rows, "stamps"),
                     proposals=_gather(snapshots, owner, rows, "proposals"),
@@ -507,7 +562,7 @@ def nearest(
             )
         if rest is None:
             return
-        screened[picked] = -np.inf  # read: out of the next selection (left shares its memory)
+        cosines[picked] = -np.inf  # read: out of the next selection
         size *= 2
 
 

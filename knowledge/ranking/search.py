@@ -8,8 +8,8 @@ formula, not a re-sort of the k nearest by cosine.
 Two streams, both exact: up to ``CONTEXTFORGE_EXACT_SCAN_MAX`` candidates (and for every search
 narrowed by tags) PostgreSQL scans and sorts them; above it, the process's in-memory copy of the
 projects' vectors orders them (matrix.py) and each chunk's rows are read from the database, unless
-the copies would not fit in ``CONTEXTFORGE_MATRIX_MEMORY_MB``: then PostgreSQL scans them, and the
-result's ``strategy`` says so (``EXACT_OVER_BUDGET``).
+the copies would not fit in ``CONTEXTFORGE_MATRIX_MEMORY_MB``, or are still loading: then PostgreSQL
+scans them, and the result's ``strategy`` says so (``EXACT_OVER_BUDGET``, ``EXACT_WHILE_LOADING``).
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ EXACT = "exact"
 MATRIX = "matrix"
 # PostgreSQL's exact scan, for projects whose copies would not fit in CONTEXTFORGE_MATRIX_MEMORY_MB.
 EXACT_OVER_BUDGET = "exact (over memory budget)"
+# PostgreSQL's exact scan while the projects' copies load in the background.
+EXACT_WHILE_LOADING = "exact (copy loading)"
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,10 @@ def _projects(projects) -> dict[int, Project]:
     return dict(sorted(by_id.items()))
 
 
+# Rows the exact stream's first statement reads (at least four times the limit): enough for most
+# searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
+# how many); every row read costs its transfer and parsing.
+FIRST_EXACT_ROWS = 100
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
 
@@ -215,16 +221,33 @@ def _choose_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> tupl
 def _exact_stream(
     candidates_qs, query_vector: np.ndarray, limit: int
 ) -> Iterator[tuple[Candidates, float | None]]:
-    """PostgreSQL's exact scan and sort, read chunk after chunk through a server-side cursor."""
+    """PostgreSQL's exact scan and sort: the first chunk in one statement (most searches need no more),
+    then, only if asked, every row again from the top through a server-side cursor, less the rows
+    already handed over (a row written in between is ranked once, as one of the two reads saw it)."""
     # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
     distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
     ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
-    size = max(4 * limit, 100)
-    rows = ordered.values_list("id", "distance", *COLUMNS).iterator(chunk_size=size)
+    columns = ordered.values_list("id", "distance", *COLUMNS)
+
+    def chunk(batch: list[tuple]) -> Candidates:
+        return Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
+
+    first = max(FIRST_EXACT_ROWS, 4 * limit)
+    batch = list(columns[: first + 1])
+    if len(batch) <= first:
+        if batch:
+            yield chunk(batch), None
+        return
+    yield chunk(batch[:first]), 1.0 - batch[first][1]
+    seen = {row[0] for row in batch[:first]}
+    size = 2 * first
+    rows = columns.iterator(chunk_size=size)
     with transaction.atomic(), closing(rows):  # the cursor closes before the transaction ends
         while batch := list(islice(rows, size)):
-            chunk = Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
-            yield chunk, (float(chunk.cosines[-1]) if len(batch) == size else None)
+            rest = 1.0 - batch[-1][1] if len(batch) == size else None
+            fresh = [row for row in batch if row[0] not in seen]
+            if fresh:
+                yield chunk(fresh), rest
 
 
 @dataclass
@@ -330,6 +353,8 @@ def search(
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
+    elif snapshots == matrix.LOADING:
+        strategy = EXACT_WHILE_LOADING
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_project_last_task_number'),
-        ('tasks', '0001_initial'),
+        ('tasks', '0002_strip_tag_quotes'),
     ]
 
     operations = [

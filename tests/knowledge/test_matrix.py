@@ -16,7 +16,7 @@ from bench import data
 from knowledge import embeddings, services
 from knowledge.models import KnowledgeItem
 from knowledge.ranking import forget_caches, matrix, search
-from knowledge.ranking.search import EXACT_OVER_BUDGET
+from knowledge.ranking.search import EXACT_OVER_BUDGET, EXACT_WHILE_LOADING
 from tests.knowledge.test_ranking import brute_force
 
 QUERY = "deploy to production steps"
@@ -135,14 +135,14 @@ def four_projects(cast):
         accounts.project_create(name=f"Team {n}", slug=f"team-{n}", owner=cast.owner) for n in (3, 4)
     ]
     for n, project in enumerate(projects):
-        fill(project, 110, seed=n)
+        fill(project, 150, seed=n)
     return projects
 
 
 def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be_exceeded(
     four_projects, in_memory
 ):
-    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1  # three copies of 110 items fit, four do not
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1  # three copies of 150 items fit, four do not
     a, b, c, d = four_projects
     for project in (a, b, c, a):
         assert search(projects=[project], query=QUERY).strategy == "matrix"
@@ -165,7 +165,7 @@ def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be
 def test_an_evicted_copy_that_a_search_still_reads_counts_against_the_budget(four_projects, in_memory):
     in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
     a, b, c, d = four_projects
-    reading = matrix.refreshed([a.pk], rows=110)  # as a search in another thread holds them
+    reading = matrix.refreshed([a.pk], rows=150)  # as a search in another thread holds them
     search(projects=[b], query=QUERY), search(projects=[c], query=QUERY)
 
     # Evicting a frees nothing while it is read: d waits for no one, PostgreSQL scans it.
@@ -179,8 +179,8 @@ def test_an_evicted_copy_that_a_search_still_reads_counts_against_the_budget(fou
 def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(four_projects, in_memory):
     in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
     a, b, c, d = four_projects
-    fill(a, 300, seed=7)  # 410 items: more than a megabyte of copy
-    fill(d, 100, seed=8)  # 210 items: b, c and d together need more than a megabyte too
+    fill(a, 450, seed=7)  # 600 items: more than a megabyte of copy
+    fill(d, 150, seed=8)  # 300 items: b, c and d together need more than a megabyte too
     assert search(projects=[b], query=QUERY).strategy == "matrix"
 
     over = search(projects=[a], query=QUERY, limit=10)
@@ -194,6 +194,64 @@ def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(fo
         exact = search(projects=projects, query=QUERY, limit=10)
         assert [h.item.pk for h in found.hits] == [h.item.pk for h in exact.hits]
         assert [h.score for h in found.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-6)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_the_same_hits(
+    four_projects, in_memory
+):
+    in_memory.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = True
+    a, b, _c, _d = four_projects
+    now = timezone.now()
+
+    def ranked(project, **kwargs) -> tuple[str, list]:
+        result = search(projects=[project], query=QUERY, limit=10, now=now, **kwargs)
+        return result.strategy, [(h.item.pk, h.score) for h in result.hits]
+
+    expected = brute_force(a, QUERY, 10, now)
+    with ThreadPoolExecutor(4) as pool:  # searches arriving together start one load between them
+        first = list(pool.map(lambda _n: ranked(a), range(4)))
+    for strategy, hits in first:
+        assert strategy == EXACT_WHILE_LOADING
+        assert [pk for pk, _ in hits] == [pk for pk, _ in expected]
+    matrix.wait_for_loads()
+    assert matrix.stats["background_loads"] == 1 and set(matrix.held()) == {a.pk}
+    strategy, hits = ranked(a)
+    assert strategy == "matrix"
+    assert [pk for pk, _ in hits] == [pk for pk, _ in expected]
+    assert [s for _, s in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+    # Within the budget as ever: b's load evicts nothing it need not, and a stays searchable meanwhile.
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
+    assert ranked(b)[0] == EXACT_WHILE_LOADING
+    assert ranked(a)[0] == "matrix"
+    matrix.wait_for_loads()
+    assert set(matrix.held()) == {a.pk, b.pk} and sum(matrix.held().values()) <= 2**20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_background_load_that_fails_leaves_the_searches_with_postgresql_and_is_tried_again(
+    four_projects, in_memory, monkeypatch, caplog
+):
+    in_memory.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = True
+    a = four_projects[0]
+    real_load = matrix._load
+
+    def broken(cursor, copy):
+        raise psycopg.OperationalError("connection lost")
+
+    monkeypatch.setattr(matrix, "_load", broken)
+    exact = search(projects=[a], query=QUERY)
+    matrix.wait_for_loads()
+    assert exact.strategy == EXACT_WHILE_LOADING and exact.hits
+    assert matrix.held() == {} and "loading an in-memory copy failed" in caplog.text
+
+    monkeypatch.setattr(matrix, "_load", real_load)
+    assert search(projects=[a], query=QUERY).strategy == EXACT_WHILE_LOADING  # a new load begins
+    matrix.wait_for_loads()
+    found = search(projects=[a], query=QUERY)
+    assert found.strategy == "matrix"
+    assert [h.item.pk for h in found.hits] == [h.item.pk for h in exact.hits]
 
 
 def dsn() -> dict:
