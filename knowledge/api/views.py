@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext_lazy as _
@@ -18,6 +16,8 @@ from contextforge.api.parsers import RawBodyParser
 from contextforge.api.validation import validated
 from knowledge import embeddings, selectors, services
 from knowledge.api import serializers as s
+from knowledge.importers import json_lines
+from knowledge.importers.exports import EXPORT_FORMATS, export
 from knowledge.ranking import SearchFilters, search
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
@@ -171,7 +171,7 @@ class ItemImportApi(APIView):
         if not body.strip():
             raise ApplicationError(_("The import body is empty."), field="body")
         report = services.items_import(
-            records=services.parse_import_body(body),
+            records=json_lines.parse_body(body),
             default_project=default,
             projects_by_slug=writable,
             created_by=request.user,
@@ -179,20 +179,37 @@ class ItemImportApi(APIView):
         return Response(report.as_dict())
 
 
+EXPORT_FORMAT_UNKNOWN = _("Unknown export format {format!r}; one of {formats}.")
+
+
 class ItemExportApi(APIView):
     @extend_schema(
         operation_id="items_export",
-        parameters=[OpenApiParameter("project", str, description="Only this project (slug).")],
-        responses={(200, "application/x-ndjson"): OpenApiTypes.STR, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
-        description="Every item you may read, as JSON Lines that the import reads back unchanged.",
+        parameters=[
+            OpenApiParameter("project", str, description="Only this project (slug)."),
+            OpenApiParameter("tag", str, description="Only the items carrying this tag."),
+            OpenApiParameter("format", str, enum=list(EXPORT_FORMATS), description="Default: jsonl."),
+        ],
+        responses={
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.STR,
+            401: ERROR_RESPONSE,
+            403: ERROR_RESPONSE,
+        },
+        description="Every item you may read, as JSON Lines, a zip of Markdown notes with frontmatter, or "
+        "CSV: each one the import reads back into the same items.",
     )
     def get(self, request):
+        format = request.query_params.get("format") or "jsonl"
+        if format not in EXPORT_FORMATS:
+            raise ApplicationError(
+                EXPORT_FORMAT_UNKNOWN.format(format=format[:20], formats=", ".join(EXPORT_FORMATS)),
+                field="format",
+            )
         projects = projects_named(request, request.query_params.get("project"))
-        items = selectors.items_for(projects=projects).order_by("id")
-        lines = (
-            json.dumps(services.export_record(item), ensure_ascii=False) + "\n"
-            for item in items.iterator(2000)
-        )
-        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
-        response["Content-Disposition"] = 'attachment; filename="contextforge-items.jsonl"'
+        items = selectors.items_for(projects=projects, tag=request.query_params.get("tag")).order_by("id")
+        out = export(items, format)
+        response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'
         return response
