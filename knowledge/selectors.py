@@ -4,7 +4,7 @@ from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import KnowledgeItem, normalize_tag
+from knowledge.models import ImportJob, KnowledgeItem, normalize_tag
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 
@@ -33,3 +33,7 @@ def overview_counts(*, projects) -> dict:
 def tags_in(*, projects) -> list[str]:
     rows = KnowledgeItem.objects.in_projects(projects).values_list("tags", flat=True)
     return sorted({tag for tags in rows for tag in tags})
+
+
+def import_job_get(*, projects, pk: int) -> ImportJob:
+    return get_object_or_404(ImportJob.objects.filter(project__in=projects).select_related("project"), pk=pk)

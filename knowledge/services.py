@@ -21,9 +21,9 @@ from psycopg.types import TypeInfo
 
 from accounts.models import Project
 from contextforge.text import text_error
-from knowledge import embeddings
+from knowledge import embeddings, importers
 from knowledge.importers import Record
-from knowledge.models import ItemSource, KnowledgeItem, embedded_text, normalize_tag
+from knowledge.models import ImportJob, ItemSource, KnowledgeItem, embedded_text, normalize_tag
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -398,6 +398,8 @@ class _ImportPlan:
                 batch = self.valid[start : start + IMPORT_BATCH]
                 fresh = self._classify(batch)
                 if self.dry_run:
+                    for record, item in fresh:
+                        self.report.add("created", record, item)
                     self._step(len(batch))
                     continue
                 items = [item for _r, item in fresh]
@@ -584,3 +586,105 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
     for pk, item in zip(ids, items, strict=True):
         item.pk = pk
         item._state.adding, item._state.db = False, connection.alias
+
+
+# ----- import jobs and uploads ------------------------------------------------------------------
+
+FILE_TOO_LARGE = _("{file}: larger than {max} bytes.")
+IMPORT_FAILED_AT = _("Stopped after {done} of {total} items: {error}")
+
+
+def import_upload(
+    *,
+    project: Project,
+    format: str,
+    name: str,
+    data: bytes,
+    created_by=None,
+    dry_run: bool = False,
+    prune: bool = False,
+    atomic: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
+    API, the dashboard, the MCP tools, a job and a repository's knowledge sources."""
+    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+        raise ValidationError(
+            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
+        )
+    return items_import(
+        records=importers.records_from(format=format, name=name, data=data),
+        default_project=project,
+        projects_by_slug={project.slug: project},
+        created_by=created_by,
+        format=format,
+        dry_run=dry_run,
+        prune=prune,
+        atomic=atomic,
+        progress=progress,
+    )
+
+
+def import_job_create(
+    *, project: Project, format: str, name: str, data: bytes, created_by=None, prune: bool = False
+) -> ImportJob:
+    """Queue the import of an upload; a zip that must not be unpacked is refused now, not by the job."""
+    importers.check_format(format)
+    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+        raise ValidationError(
+            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
+        )
+    if importers.archive.is_zip(name, data):
+        importers.archive.check(name, data)
+    from knowledge.tasks import run_import
+
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            project=project,
+            created_by=created_by,
+            format=format,
+            file_name=name[:300],
+            prune=prune,
+            payload=data,
+        )
+        transaction.on_commit(lambda: run_import.delay(job.pk))
+    return job
+
+
+def import_job_run(*, job: ImportJob) -> ImportJob:
+    """Run a queued import, committing batch by batch and recording its progress as it goes; a failure
+    leaves the items it did not reach untouched and says how far it got."""
+    claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
+        status=ImportJob.Status.RUNNING
+    )
+    if not claimed:  # run already, or running: a task delivered twice does nothing the second time
+        return job
+
+    def progress(done: int, total: int) -> None:
+        ImportJob.objects.filter(pk=job.pk).update(done=done, total=total)
+
+    payload = bytes(ImportJob.objects.values_list("payload", flat=True).get(pk=job.pk))
+    fields = {"payload": b"", "finished_at": None}
+    try:
+        report = import_upload(
+            project=job.project,
+            format=job.format,
+            name=job.file_name,
+            data=payload,
+            created_by=job.created_by,
+            prune=job.prune,
+            atomic=False,
+            progress=progress,
+        )
+    except ImportInterrupted as exc:
+        current = ImportJob.objects.get(pk=job.pk)
+        error = IMPORT_FAILED_AT.format(done=current.done, total=current.total, error=exc)
+        fields.update(status=ImportJob.Status.FAILED, result=exc.report.summary(), error=error)
+    except ValidationError as exc:
+        fields.update(status=ImportJob.Status.FAILED, error=" ".join(exc.messages))
+    else:
+        fields.update(status=ImportJob.Status.DONE, result=report.summary())
+    fields["finished_at"] = timezone.now()
+    ImportJob.objects.filter(pk=job.pk).update(**fields)
+    job.refresh_from_db()
+    return job

@@ -3,7 +3,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from knowledge import embeddings, services
-from knowledge.models import KnowledgeItem
+from knowledge.models import ImportJob, KnowledgeItem
 
 
 @shared_task(
@@ -18,3 +18,11 @@ def embed_pending_items(batch: int = 256) -> int:
     """The sweep that catches items whose embedding task was lost (a broker down at save time)."""
     ids = list(KnowledgeItem.objects.pending().order_by("id").values_list("id", flat=True)[:batch])
     return services.items_embed(item_ids=ids) if ids else 0
+
+
+@shared_task
+def run_import(job_id: int) -> str:
+    job = ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
+    if job is None:  # its project was deleted while it waited
+        return "gone"
+    return services.import_job_run(job=job).status

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
-from knowledge.models import KnowledgeItem
+from knowledge.models import ImportJob, KnowledgeItem
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -100,3 +100,49 @@ class ImportOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
     errors = ImportErrorSerializer(many=True)
     skipped_lines = serializers.ListField(child=serializers.IntegerField())
+
+
+class ImportSummarySerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Unchanged since the last import, or already held.")
+    failed = serializers.IntegerField()
+    deleted = serializers.IntegerField(help_text="Items whose source is gone (with prune only).")
+    pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
+    rows = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="The first 50 rows of each kind: file, line, title and item id; failures with their errors.",
+    )
+
+
+class ImportDryRunOutputSerializer(ImportSummarySerializer):
+    format = serializers.CharField()
+    dry_run = serializers.BooleanField()
+
+
+class ImportJobOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    result = ImportSummarySerializer(required=False, help_text="Once done (or failed part way): the report.")
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "project",
+            "format",
+            "file_name",
+            "prune",
+            "status",
+            "done",
+            "total",
+            "result",
+            "error",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["result"] = instance.result or None
+        return data

@@ -30,6 +30,8 @@ def parse(file: str, text: str) -> list[Record]:
     for (start, heading), (end, _next) in zip(starts, [*starts[1:], (len(lines), "")], strict=True):
         seen[heading] = seen.get(heading, 0) + 1
         key = f"{file}#{heading}" + (f"#{seen[heading]}" if seen[heading] > 1 else "")
-        value = {"title": f"{name} — {heading}", "content": "".join(lines[start:end]), "tags": [TAG]}
+        # Blank lines between sections belong to neither: adding a section does not change the one above.
+        content = "".join(lines[start:end]).rstrip() + "\n"
+        value = {"title": f"{name} — {heading}", "content": content, "tags": [TAG]}
         records.append(Record(start + 1, value, file, key))
     return records

@@ -43,14 +43,23 @@ def _checked(archive: zipfile.ZipFile, file: str) -> list[zipfile.ZipInfo]:
     return [m for m in members if not m.is_dir()]
 
 
+def _open(name: str, data: bytes) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ValidationError({"file": NOT_A_ZIP.format(file=name)}) from None
+
+
+def check(name: str, data: bytes) -> None:
+    """Refuse, from the zip's directory alone, what ``zip_files`` would refuse."""
+    with _open(name, data) as archive:
+        _checked(archive, name)
+
+
 def zip_files(name: str, data: bytes) -> list[tuple[str, bytes]]:
     """(path, bytes) of each file in the zip, in archive order; a ValidationError naming the archive
     when any member could escape its folder, is a link, or the whole would unpack too large."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ValidationError({"file": NOT_A_ZIP.format(file=name)}) from None
-    with archive:
+    with _open(name, data) as archive:
         members = _checked(archive, name)
         # A member's declared size bounds what zipfile returns for it, so the total checked above holds.
         return [(member.filename, archive.read(member)) for member in members if not _hidden(member.filename)]

@@ -85,4 +85,4 @@ def render(item) -> str:
         "updated": item.updated_at.isoformat(),
         "permalink": file_name(item)[:-3],
     }
-    return f"---\n{YAML.export(meta)}\n---\n{item.content}"
+    return f"---\n{YAML.export(meta)}\n---\n\n{item.content}"
