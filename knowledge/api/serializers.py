@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
@@ -122,7 +123,7 @@ class ImportDryRunOutputSerializer(ImportSummarySerializer):
 
 class ImportJobOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    result = ImportSummarySerializer(required=False, help_text="Once done (or failed part way): the report.")
+    result = serializers.SerializerMethodField(help_text="Once done (or failed part way): the report.")
 
     class Meta:
         model = ImportJob
@@ -142,7 +143,6 @@ class ImportJobOutputSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["result"] = instance.result or None
-        return data
+    @extend_schema_field(ImportSummarySerializer(allow_null=True))
+    def get_result(self, job: ImportJob) -> dict | None:
+        return job.result or None

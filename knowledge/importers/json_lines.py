@@ -38,12 +38,14 @@ def parse_body(body: bytes) -> Iterator[tuple[int, object]]:
 
 
 def parse(file: str, data: bytes) -> list[Record]:
-    """Each item of the file; one that carries an ``id`` (as an export writes it) is known again by it."""
+    """Each item of the file, for the project the upload goes to (a line's ``project`` is where it was
+    exported from); one that carries an ``id`` (as an export writes it) is known again by it."""
     records = []
     for number, value in parse_body(data):
-        key = (
-            f"id:{value['id']}" if isinstance(value, dict) and isinstance(value.get("id"), int | str) else ""
-        )
+        key = ""
+        if isinstance(value, dict):
+            value.pop("project", None)
+            key = f"id:{value['id']}" if isinstance(value.get("id"), int | str) else ""
         records.append(Record(number, value, file, key))
     return records
 
