@@ -5,6 +5,9 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
+from knowledge.importers import FORMATS
+from knowledge.importers.exports import EXPORT_FORMATS
+from knowledge.services import FILE_TOO_LARGE
 
 
 class TagsField(forms.CharField):
@@ -42,3 +45,46 @@ class SearchForm(forms.Form):
     q = forms.CharField(label=_("Query"), required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
     tags = TagsField(label=_("Tags"), required=False)
     limit = forms.IntegerField(min_value=1, max_value=100, required=False)
+
+
+class ImportForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    file = forms.FileField(
+        label=_("File"),
+        help_text=_("A file, or a zip of a folder of Markdown notes, agent memory files or records."),
+    )
+    format = forms.ChoiceField(
+        label=_("Format"), required=False, help_text=_("Leave it empty to guess it from the file name.")
+    )
+    prune = forms.BooleanField(
+        label=_("Remove the items whose source is gone"),
+        required=False,
+        help_text=_("Items this format imported earlier that the upload no longer holds are deleted."),
+    )
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects
+        if projects.count() == 1:
+            self.fields["project"].initial = projects.first()
+        self.fields["format"].choices = [("", _("Guess from the file name")), *FORMATS.items()]
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+            raise forms.ValidationError(
+                FILE_TOO_LARGE.format(file=upload.name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)
+            )
+        return upload
+
+
+class ExportForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    format = forms.ChoiceField(label=_("Format"), choices=list(EXPORT_FORMATS.items()), initial="jsonl")
+    tag = forms.CharField(label=_("Tag"), required=False, help_text=_("Only the items carrying this tag."))
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects
+        if projects.count() == 1:
+            self.fields["project"].initial = projects.first()

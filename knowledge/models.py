@@ -134,6 +134,7 @@ class ImportJob(models.Model):
     """An import the worker runs: its upload until it starts, its progress while it runs, its report."""
 
     class Status(models.TextChoices):
+        DRAFT = "draft", _("previewed")  # dry-run shown on the Import page, waiting for confirmation
         QUEUED = "queued", _("queued")
         RUNNING = "running", _("running")
         DONE = "done", _("done")

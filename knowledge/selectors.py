@@ -36,4 +36,12 @@ def tags_in(*, projects) -> list[str]:
 
 
 def import_job_get(*, projects, pk: int) -> ImportJob:
-    return get_object_or_404(ImportJob.objects.filter(project__in=projects).select_related("project"), pk=pk)
+    return get_object_or_404(
+        ImportJob.objects.filter(project__in=projects).select_related("project").defer("payload"), pk=pk
+    )
+
+
+def import_jobs_for(*, projects) -> QuerySet[ImportJob]:
+    return (
+        ImportJob.objects.filter(project__in=projects).exclude(status=ImportJob.Status.DRAFT).defer("payload")
+    )

@@ -626,9 +626,17 @@ def import_upload(
 
 
 def import_job_create(
-    *, project: Project, format: str, name: str, data: bytes, created_by=None, prune: bool = False
+    *,
+    project: Project,
+    format: str,
+    name: str,
+    data: bytes,
+    created_by=None,
+    prune: bool = False,
+    queue: bool = True,
 ) -> ImportJob:
-    """Queue the import of an upload; a zip that must not be unpacked is refused now, not by the job."""
+    """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
+    ``import_job_confirm`` queues); a zip that must not be unpacked is refused now, not by the job."""
     importers.check_format(format)
     if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
         raise ValidationError(
@@ -636,8 +644,7 @@ def import_job_create(
         )
     if importers.archive.is_zip(name, data):
         importers.archive.check(name, data)
-    from knowledge.tasks import run_import
-
+    status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
     with transaction.atomic():
         job = ImportJob.objects.create(
             project=project,
@@ -646,8 +653,26 @@ def import_job_create(
             file_name=name[:300],
             prune=prune,
             payload=data,
+            status=status,
         )
-        transaction.on_commit(lambda: run_import.delay(job.pk))
+        if queue:
+            _queue_import(job)
+    return job
+
+
+def _queue_import(job: ImportJob) -> None:
+    from knowledge.tasks import run_import
+
+    transaction.on_commit(lambda: run_import.delay(job.pk))
+
+
+def import_job_confirm(*, job: ImportJob) -> ImportJob:
+    """Queue a draft import (once: confirming twice queues it once)."""
+    with transaction.atomic():
+        drafts = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.DRAFT)
+        if drafts.update(status=ImportJob.Status.QUEUED):
+            _queue_import(job)
+    job.refresh_from_db()
     return job
 
 

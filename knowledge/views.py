@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -12,8 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.selectors import ensure_may_change, may_change, projects_for
 from contextforge.forms import apply_errors
-from knowledge import embeddings, selectors, services
-from knowledge.forms import ItemForm, SearchForm
+from knowledge import embeddings, importers, selectors, services
+from knowledge.forms import ExportForm, ImportForm, ItemForm, SearchForm
+from knowledge.importers.exports import export
 from knowledge.models import TEST_TAG
 from knowledge.ranking import SearchFilters, reference_status, search, signals
 from knowledge.text import PROPOSAL_MARKERS
@@ -169,3 +171,73 @@ def help_ranking(request):
         ),
     }
     return render(request, "knowledge/help_ranking.html", context)
+
+
+# ----- import and export ------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def import_page(request):
+    """Upload a file or zip; the dry run's table, kept as a draft job, waits for confirmation."""
+    projects = projects_for(user=request.user, scope="admin")
+    form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
+    context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        data = upload.read()
+        format = form.cleaned_data["format"] or importers.guess_format(upload.name, data)
+        if format is None:
+            form.add_error(
+                "format",
+                importers.UNKNOWN_FORMAT.format(formats=", ".join(importers.FORMATS), file=upload.name),
+            )
+        else:
+            options = {
+                "project": form.cleaned_data["project"],
+                "format": format,
+                "name": upload.name,
+                "data": data,
+            }
+            try:
+                report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
+                job = services.import_job_create(
+                    **options, created_by=request.user, prune=form.cleaned_data["prune"], queue=False
+                )
+            except ValidationError as exc:
+                apply_errors(form, exc)
+            else:
+                context.update(preview=report.summary(), job=job)
+    return render(request, "knowledge/import.html", context)
+
+
+def _import_job(request, pk: int):
+    return selectors.import_job_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+
+
+@require_POST
+def import_confirm(request, pk: int):
+    job = services.import_job_confirm(job=_import_job(request, pk))
+    return redirect("dashboard:import-job", pk=job.pk)
+
+
+@require_GET
+def import_job(request, pk: int):
+    """A job's progress bar while it runs (htmx polls the partial), its result with links once done."""
+    job = _import_job(request, pk)
+    template = "knowledge/import_job.html#progress" if request.htmx else "knowledge/import_job.html"
+    return render(request, template, {"job": job})
+
+
+@require_GET
+def export_page(request):
+    projects = projects_for(user=request.user)
+    form = ExportForm(request.GET or None, projects=projects)
+    if form.is_bound and form.is_valid():
+        items = selectors.items_for(
+            projects=[form.cleaned_data["project"]], tag=form.cleaned_data["tag"] or None
+        )
+        out = export(items.order_by("id"), form.cleaned_data["format"])
+        response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'
+        return response
+    return render(request, "knowledge/export.html", {"form": form})

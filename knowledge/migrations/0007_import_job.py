@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('file_name', models.CharField(max_length=300)),
                 ('prune', models.BooleanField(default=False)),
                 ('payload', models.BinaryField(default=bytes)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=10)),
+                ('status', models.CharField(choices=[('draft', 'previewed'), ('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=10)),
                 ('done', models.PositiveIntegerField(default=0)),
                 ('total', models.PositiveIntegerField(default=0)),
                 ('result', models.JSONField(blank=True, default=dict)),
