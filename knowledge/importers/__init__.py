@@ -23,6 +23,16 @@ FORMATS = {
     "csv": _("CSV"),
     "mem0": _("mem0 export"),
 }
+# The file name a text gets when it comes without one (pasted into an agent): it names the items.
+DEFAULT_NAMES = {
+    "json": "import.json",
+    "jsonl": "import.jsonl",
+    "markdown": "note.md",
+    "agent-memory": "CLAUDE.md",
+    "adr": "adr.md",
+    "csv": "import.csv",
+    "mem0": "mem0-export.json",
+}
 UNKNOWN_FORMAT = _("Name the format ({formats}): it cannot be told from the file name {file!r}.")
 NOT_A_FORMAT = _("Unknown format {format!r}; one of {formats}.")
 ZIP_NOT_ALLOWED = _("A zip holds Markdown notes, agent memory files or records; not {format}.")

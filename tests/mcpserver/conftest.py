@@ -33,7 +33,15 @@ from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
 BASE_DIR = Path(settings.BASE_DIR)
-MEMORY_TOOLS = {"memory_query", "memory_ingest", "memory_get", "memory_update", "memory_delete"}
+MEMORY_TOOLS = {
+    "memory_query",
+    "memory_ingest",
+    "memory_get",
+    "memory_update",
+    "memory_delete",
+    "memory_import",
+    "memory_export",
+}
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
 # Every tool that writes, with arguments that would otherwise be valid: the scope is checked first.
