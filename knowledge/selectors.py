@@ -4,7 +4,7 @@ from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import ImportJob, KnowledgeItem, normalize_tag
+from knowledge.models import ImportJob, ItemSource, KnowledgeItem, normalize_tag
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 
@@ -45,3 +45,17 @@ def import_jobs_for(*, projects) -> QuerySet[ImportJob]:
     return (
         ImportJob.objects.filter(project__in=projects).exclude(status=ImportJob.Status.DRAFT).defer("payload")
     )
+
+
+def sourced_items(*, project, key: str, section_of: str) -> QuerySet[KnowledgeItem]:
+    """The items of ``project`` imported from source ``key`` or one of its sections (``section_of``…)."""
+    return (
+        KnowledgeItem.objects.filter(project=project)
+        .filter(Q(source__key=key) | Q(source__key__startswith=section_of))
+        .select_related("source")
+    )
+
+
+def item_source(*, item: KnowledgeItem) -> ItemSource | None:
+    """Where an imported item came from (a file path, ``path@sha`` for a repository's), if it was imported."""
+    return ItemSource.objects.filter(item=item).first()

@@ -55,6 +55,7 @@ def item_detail(request, pk: int):
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
+        "source": selectors.item_source(item=item),
     }
     return render(request, "knowledge/item_detail.html", context)
 

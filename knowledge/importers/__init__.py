@@ -88,19 +88,34 @@ def records_from(*, format: str, name: str, data: bytes) -> Iterator[Record]:
         files = [(name, data)]
     root = _root([path for path, _data in files])
     for path, content in files:
-        if format == "markdown" and not path.lower().endswith(MARKDOWN_SUFFIXES):
-            continue  # attachments and the notes app's own files
-        if format == "adr" and not path.lower().endswith(MARKDOWN_SUFFIXES):
-            continue
-        if format == "agent-memory" and len(files) > 1 and not agent_memory.is_agent_memory(path):
-            continue
-        text = decode(path, content)
-        if isinstance(text, Record):
-            yield text
-        elif format == "markdown":
-            yield from markdown.parse(path, text, root)
-        else:
-            yield from PARSERS[format](path, text)
+        if len(files) == 1 or importable(format, path):
+            yield from file_records(format=format, path=path, data=content, root=root)
+
+
+def importable(format: str, path: str) -> bool:
+    """Whether a file of a folder is one ``format`` reads (not an attachment or a tool's own file)."""
+    if format == "agent-memory":
+        return agent_memory.is_agent_memory(path)
+    return path.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def file_format(path: str) -> str | None:
+    """The format of a repository file kept in sync, if it is one of those a folder may hold."""
+    if agent_memory.is_agent_memory(path):
+        return "agent-memory"
+    if path.lower().endswith(MARKDOWN_SUFFIXES):
+        return "adr" if adr.is_adr(path) else "markdown"
+    return None
+
+
+def file_records(*, format: str, path: str, data: bytes, root: str = "") -> list[Record]:
+    """The records of one file of a folder (a zip's, a repository's) in ``format``."""
+    text = decode(path, data)
+    if isinstance(text, Record):
+        return [text]
+    if format == "markdown":
+        return markdown.parse(path, text, root)
+    return PARSERS[format](path, text)
 
 
 PARSERS = {"agent-memory": agent_memory.parse, "adr": adr.parse, "csv": spreadsheet.parse, "mem0": mem0.parse}
