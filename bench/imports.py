@@ -123,7 +123,6 @@ def main(argv=None) -> int:
     }
     with open(args.json, "w") as out:
         json.dump(result, out, indent=2)
-    report_result(result)
     return 0
 
 

@@ -426,7 +426,9 @@ class _ImportPlan:
                 project_id__in={i.project_id for _r, i in keyed},
                 format=self.format,
                 key__in=[r.key for r, _i in keyed],
-            ).select_related("item")
+            )
+            .select_related("item")
+            .defer("item__embedding")  # 384 floats each that neither a skip nor an update reads
         }
         holders = dict(
             ((project_id, digest), pk)
