@@ -603,3 +603,18 @@ def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> in
                 knowledge.item_delete(item=item)
                 deleted += 1
     return deleted
+
+
+FILE_NOT_SYNCED = _("{path} is not in the last synced tree of {repository}.")
+
+
+def repository_file_read(*, repository: Repository, path: str) -> bytes:
+    """The bytes of ``path`` at the repository's last synced head (a blob-less clone fetches that blob)."""
+    if not repository.tree_files.filter(path=path).exists() or not repository.last_synced_commit:
+        raise ValidationError(
+            {"repository_file": FILE_NOT_SYNCED.format(path=path, repository=repository.name)}
+        )
+    clone = GitRepo(clone_path(repository))
+    clone.git.update_environment(**_git_env(), **credential_config(repository.url, repository.credential))
+    sha = clone.git.rev_parse(f"{repository.last_synced_commit}:{path}")
+    return clone.odb.stream(bytes.fromhex(sha)).read()

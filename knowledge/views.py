@@ -9,6 +9,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import ensure_may_change, may_change, projects_for
@@ -176,39 +177,54 @@ def help_ranking(request):
 
 # ----- import and export ------------------------------------------------------------------------
 
+FILE_NOT_IN_PROJECT = gettext_lazy("That repository is not one of the chosen project's.")
+
 
 @require_http_methods(["GET", "POST"])
 def import_page(request):
-    """Upload a file or zip; the dry run's table, kept as a draft job, waits for confirmation."""
+    """Upload a file or zip, or pick a repository's file; the dry run's table, kept as a draft job, waits
+    for confirmation."""
+    from gitsync import selectors as git
+
     projects = projects_for(user=request.user, scope="admin")
-    form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
+    files = git.knowledge_files(projects=projects)
+    form = ImportForm(request.POST or None, request.FILES or None, projects=projects, repository_files=files)
     context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        data = upload.read()
-        format = form.cleaned_data["format"] or importers.guess_format(upload.name, data)
-        if format is None:
-            form.add_error(
-                "format",
-                importers.UNKNOWN_FORMAT.format(formats=", ".join(importers.FORMATS), file=upload.name),
-            )
-        else:
-            options = {
-                "project": form.cleaned_data["project"],
-                "format": format,
-                "name": upload.name,
-                "data": data,
-            }
-            try:
-                report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
-                job = services.import_job_create(
-                    **options, created_by=request.user, prune=form.cleaned_data["prune"], queue=False
+        try:
+            name, data = _import_source(form)
+            format = form.cleaned_data["format"] or importers.guess_format(name, data)
+            if format is None:
+                raise ValidationError(
+                    {
+                        "format": importers.UNKNOWN_FORMAT.format(
+                            formats=", ".join(importers.FORMATS), file=name
+                        )
+                    }
                 )
-            except ValidationError as exc:
-                apply_errors(form, exc)
-            else:
-                context.update(preview=report.summary(), job=job)
+            options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
+            report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
+            job = services.import_job_create(
+                **options, created_by=request.user, prune=form.cleaned_data["prune"], queue=False
+            )
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            context.update(preview=report.summary(), job=job)
     return render(request, "knowledge/import.html", context)
+
+
+def _import_source(form: ImportForm) -> tuple[str, bytes]:
+    """The name and bytes the form names: its upload, or a file of one of the project's repositories."""
+    from gitsync import services as git
+
+    if upload := form.cleaned_data["file"]:
+        return upload.name, upload.read()
+    repository_id, path = form.cleaned_data["repository_file"].split(":", 1)
+    repository = form.cleaned_data["project"].repositories.filter(pk=repository_id).first()
+    if repository is None:
+        raise ValidationError({"repository_file": FILE_NOT_IN_PROJECT})
+    return path, git.repository_file_read(repository=repository, path=path)
 
 
 def _import_job(request, pk: int):

@@ -111,3 +111,23 @@ def test_an_item_from_the_repository_shows_its_path_at_sha(client, cast, source)
     item = KnowledgeItem.objects.get(title="CLAUDE.md — Build")
     page = client.get(f"/dashboard/items/{item.pk}/")
     assert f"<code>CLAUDE.md@{head}</code>".encode() in page.content
+
+
+def test_the_import_page_offers_a_synced_repository_file_and_previews_it(client, cast, source):
+    source.commit("Docs", {"AGENTS.md": CLAUDE, "src/app.py": "x = 1\n"})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    client.force_login(cast.owner)
+    page = client.get("/dashboard/import/")
+    choices = dict(page.context["form"].fields["repository_file"].choices)
+    assert (
+        choices.get(f"{repository.pk}:AGENTS.md") == "app: AGENTS.md"
+        and f"{repository.pk}:src/app.py" not in choices
+    )
+    preview = client.post(
+        "/dashboard/import/", {"project": cast.project.pk, "repository_file": f"{repository.pk}:AGENTS.md"}
+    )
+    assert preview.context["preview"]["created"] == 2, preview.context["form"].errors
+    assert preview.context["job"].format == "agent-memory"
+    empty = client.post("/dashboard/import/", {"project": cast.project.pk})
+    assert empty.context["form"].errors["file"]
