@@ -165,4 +165,8 @@ class ImportJob(models.Model):
 
     @property
     def percent(self) -> int:
-        return round(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)
+        return (
+            round(100 * self.done / self.total)
+            if self.total
+            else (100 if self.status == self.Status.DONE else 0)
+        )

@@ -596,6 +596,13 @@ FILE_TOO_LARGE = _("{file}: larger than {max} bytes.")
 IMPORT_FAILED_AT = _("Stopped after {done} of {total} items: {error}")
 
 
+def _check_size(name: str, data: bytes) -> None:
+    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+        raise ValidationError(
+            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
+        )
+
+
 def import_upload(
     *,
     project: Project,
@@ -610,10 +617,7 @@ def import_upload(
 ) -> ImportReport:
     """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
     API, the dashboard, the MCP tools, a job and a repository's knowledge sources."""
-    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
-        raise ValidationError(
-            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
-        )
+    _check_size(name, data)
     return items_import(
         records=importers.records_from(format=format, name=name, data=data),
         default_project=project,
@@ -640,10 +644,7 @@ def import_job_create(
     """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
     ``import_job_confirm`` queues); a zip that must not be unpacked is refused now, not by the job."""
     importers.check_format(format)
-    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
-        raise ValidationError(
-            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
-        )
+    _check_size(name, data)
     if importers.archive.is_zip(name, data):
         importers.archive.check(name, data)
     status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
