@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from django.core.exceptions import ValidationError
 
 from contextforge.text import JSON_TOO_DEEP
-from knowledge.importers.base import Record
+from knowledge.importers.base import Record, decode
 
 
 def parse_body(body: bytes) -> Iterator[tuple[int, object]]:
@@ -40,6 +40,9 @@ def parse_body(body: bytes) -> Iterator[tuple[int, object]]:
 def parse(file: str, data: bytes) -> list[Record]:
     """Each item of the file, for the project the upload goes to (a line's ``project`` is where it was
     exported from); one that carries an ``id`` (as an export writes it) is known again by it."""
+    checked = decode(file, data)  # strict here: the items API has always read bad bytes as U+FFFD
+    if isinstance(checked, Record):
+        return [checked]
     records = []
     for number, value in parse_body(data):
         key = ""

@@ -295,3 +295,12 @@ def test_updated_before_created_is_refused_as_in_the_json_import(cast):
     text = "title,content,created_at,updated_at\nT,Body,2024-02-01T00:00:00+00:00,2024-01-01T00:00:00+00:00\n"
     report = run(cast.project, "csv", "rows.csv", text)
     assert report.failed == 1 and "updated_at" in report.errors[0]["errors"]
+
+
+def test_json_lines_that_are_not_utf8_or_empty_fail_naming_the_file_and_line(cast):
+    report = run(
+        cast.project, "jsonl", "items.jsonl", b'{"title": "A", "content": "ok"}\n{"title": "caf\xe9"}\n'
+    )
+    assert report.created == 0 and report.errors[0]["file"] == "items.jsonl" and report.errors[0]["line"] == 2
+    empty = run(cast.project, "json", "items.json", b"\n")
+    assert empty.errors[0]["file"] == "items.json" and "empty" in empty.errors[0]["errors"]["file"][0]
