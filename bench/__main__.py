@@ -1,6 +1,7 @@
 """`make bench`: the search benchmark at each size, then the git sync benchmark, each in its own
-database on the embedded server, then the embedding engines against each other (``--only search``,
-``--only gitsync`` or ``--only embedding`` runs one of them). ``--only tenants`` runs the many-teams
+database on the embedded server, then the embedding engines against each other, then the import of a
+Markdown zip (``--only search``, ``--only gitsync``, ``--only embedding`` or ``--only imports`` runs one
+of them). ``--only tenants`` runs the many-teams
 benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
 ``--only history`` runs the cost of item history on the write path (bench/history.py).
 
@@ -8,7 +9,8 @@ Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
 the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula,
 git full ingest against `git log --name-status -M` over the same history (see bench/gitsync.py),
-the ONNX engine against torch (see bench/embedding.py).
+the ONNX engine against torch (see bench/embedding.py), the import job of a Markdown zip against the raw
+model's batch throughput on the same texts (see bench/imports.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("search", "gitsync", "embedding", "history", "tenants"),
+        choices=("search", "gitsync", "embedding", "history", "tenants", "imports"),
         help="Run one benchmark (default: all but tenants).",
     )
     parser.add_argument(
@@ -55,6 +57,7 @@ def main(argv=None) -> int:
         action="store_true",
         help="Tenants benchmark: reuse the database a previous run loaded, with the same sizes.",
     )
+    parser.add_argument("--notes", type=int, default=10_000, help="Notes in the imports benchmark's zip.")
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
     parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
     args = parser.parse_args(argv)
@@ -115,6 +118,8 @@ def main(argv=None) -> int:
         run_embedding(data_dir, results_dir)
     if args.only in (None, "history"):
         run_history(data_dir, results_dir, quick=args.quick)
+    if args.only in (None, "imports"):
+        run_imports(data_dir, results_dir, notes=2000 if args.quick else args.notes)
     return 0
 
 
@@ -133,6 +138,22 @@ def run_history(data_dir: Path, results_dir: Path, *, quick: bool) -> dict:
     subprocess.run(command, env=env, cwd=ROOT, check=True)
     result = json.loads(out.read_text())
     history.report(result)
+    return result
+
+
+def run_imports(data_dir: Path, results_dir: Path, *, notes: int) -> dict:
+    from bench import imports
+
+    out = results_dir / "imports.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_imports"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.imports", "--notes", str(notes), "--json", str(out)]
+    subprocess.run(command, env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    imports.report_result(result)
     return result
 
 

@@ -230,6 +230,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "contextforge.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # ?format= names an export's format (items/export/), not a renderer.
+    "URL_FORMAT_OVERRIDE": "renderer",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ContextForge API",
@@ -296,6 +298,9 @@ CONTEXTFORGE_MAX_CONTENT_LENGTH = env_int("CONTEXTFORGE_MAX_CONTENT_LENGTH", 100
 CONTEXTFORGE_MAX_TAGS = 50
 CONTEXTFORGE_MAX_TAG_LENGTH = 64
 CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 1024 * 1024, minimum=1)
+# An uploaded zip is refused, before anything is unpacked, past either limit.
+CONTEXTFORGE_IMPORT_MAX_FILES = env_int("CONTEXTFORGE_IMPORT_MAX_FILES", 10_000, minimum=1)
+CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB", 50, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
 # process (knowledge/ranking/matrix.py).

@@ -133,3 +133,27 @@ class TreeFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class KnowledgeSource(models.Model):
+    """A path of the repository (a file, or a folder ending in "/") whose Markdown, agent memory files
+    and decision records each sync imports into the project's memory."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="knowledge_sources")
+    path = models.CharField(
+        _("path"), max_length=1000, help_text=_("A file (CLAUDE.md) or a folder ending in / (docs/adr/).")
+    )
+    # path -> blob sha of each file imported at the last sync: what changed is what differs.
+    imported = models.JSONField(default=dict, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("knowledge source")
+        verbose_name_plural = _("knowledge sources")
+        ordering = ["path"]
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "path"], name="unique_knowledge_source_path")
+        ]
+
+    def __str__(self) -> str:
+        return self.path

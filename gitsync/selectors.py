@@ -149,3 +149,15 @@ def most_touched_files(*, repository: Repository, days: int = LIVE_DAYS, limit: 
         .annotate(commits=Count("commit", distinct=True), last=Max("commit__committed_at"))
         .order_by("-commits", "path")[:limit]
     )
+
+
+# The files the Import page offers from a connected repository: notes, records and agent memory files.
+KNOWLEDGE_FILE_SUFFIXES = (".md", ".markdown", ".cursorrules")
+KNOWLEDGE_FILES_SHOWN = 500
+
+
+def knowledge_files(*, projects) -> QuerySet[TreeFile]:
+    """The Markdown and agent memory files at the synced head of the repositories of ``projects``."""
+    matches = reduce(or_, (Q(path__iendswith=suffix) for suffix in KNOWLEDGE_FILE_SUFFIXES))
+    files = TreeFile.objects.filter(matches, repository__project__in=projects, repository__enabled=True)
+    return files.select_related("repository").order_by("repository__name", "path")[:KNOWLEDGE_FILES_SHOWN]

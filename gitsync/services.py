@@ -12,9 +12,9 @@ import subprocess
 import tempfile
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import git
 from django.conf import settings
@@ -23,8 +23,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
-from gitsync.models import Commit, CommitFile, Repository, TreeFile, WebhookDelivery
+from gitsync.models import Commit, CommitFile, KnowledgeSource, Repository, TreeFile, WebhookDelivery
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
@@ -33,6 +34,7 @@ from gitsync.sources import (
     split_credential,
     validate_source,
 )
+from knowledge import importers
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class SyncReport:
     removed: int = 0
     head: str = ""
     message: str = ""
+    # What the knowledge sources' import did: created, updated, skipped, failed, deleted.
+    knowledge: dict[str, int] = field(default_factory=dict)
 
 
 def _git_env() -> dict[str, str]:
@@ -342,6 +346,7 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
                 last_synced_commit=head, last_success_at=now, last_attempt_at=now, last_error=""
             )
         report.removed, report.head = len(gone), head
+        report.knowledge = _knowledge_sync(clone, repository, head)
     except (
         git.GitCommandError,
         git.InvalidGitRepositoryError,
@@ -508,3 +513,111 @@ def _error_text(exc: Exception) -> str:
         detail = " ".join(lines)[-500:] or str(exc)
         return f"git failed: {detail.removeprefix('stderr:').strip()}"
     return str(exc)[:500] or type(exc).__name__
+
+
+# ----- knowledge sources ----------------------------------------------------------------------------
+
+SOURCE_PATH_INVALID = _("A path inside the repository, such as CLAUDE.md or docs/adr/.")
+SOURCE_EXISTS = _("This path is already a knowledge source of the repository.")
+
+
+def knowledge_source_add(*, repository: Repository, path: str) -> KnowledgeSource:
+    """Mark ``path`` (a file, or a folder ending in "/") of the repository as knowledge its syncs import."""
+    clean = path.strip().lstrip("/")
+    parts = PurePosixPath(clean).parts
+    if not clean or ".." in parts or "\\" in clean or "\x00" in clean or len(clean) > 1000:
+        raise ValidationError({"path": SOURCE_PATH_INVALID})
+    if KnowledgeSource.objects.filter(repository=repository, path=clean).exists():
+        raise ValidationError({"path": SOURCE_EXISTS})
+    return KnowledgeSource.objects.create(repository=repository, path=clean)
+
+
+def knowledge_source_remove(*, source: KnowledgeSource) -> None:
+    """Stop syncing ``source``; the items it imported stay in memory as they are."""
+    source.delete()
+
+
+def _source_key(repository: Repository, key: str) -> str:
+    # Every item a repository's sources import is known by this prefix and its path (and "#section").
+    return f"git:{repository.pk}:{key}"
+
+
+def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[str, int]:
+    """Import what changed under the repository's knowledge sources since the last sync; delete (through
+    the item delete service) the items of files and sections that are gone. Only changed files' blobs
+    are read, which a blob-less clone fetches as they are asked for."""
+    from knowledge import services as knowledge
+
+    totals = {"created": 0, "updated": 0, "skipped": 0, "failed": 0, "deleted": 0}
+    for source in repository.knowledge_sources.all():
+        folder = source.path.endswith("/")
+        listing = clone.git.ls_tree("-r", "-z", "--full-tree", head, "--", source.path.rstrip("/"))
+        blobs = {}
+        for entry in listing.split("\x00"):
+            meta, _tab, path = entry.partition("\t")
+            if path and meta.split()[1:2] == ["blob"] and (folder or path == source.path):
+                if importers.file_format(path) or not folder:
+                    blobs[path] = meta.split()[2]
+        changed = {path: sha for path, sha in blobs.items() if source.imported.get(path) != sha}
+        gone = [path for path in source.imported if path not in blobs]
+        by_format: dict[str, list] = {}
+        for path, sha in changed.items():
+            format = importers.file_format(path) or "markdown"
+            data = clone.odb.stream(bytes.fromhex(sha)).read()
+            for record in importers.file_records(format=format, path=path, data=data):
+                key = record.key if record.key.startswith(f"{path}#") else path
+                by_format.setdefault(format, []).append(
+                    record._replace(key=_source_key(repository, key), ref=f"{path}@{head}")
+                )
+        for format, records in by_format.items():
+            report = knowledge.items_import(
+                records=records,
+                default_project=repository.project,
+                projects_by_slug={repository.project.slug: repository.project},
+                format=format,
+            )
+            for kind in totals:
+                totals[kind] += getattr(report, kind)
+            if report.errors:
+                logger.warning(
+                    "knowledge source %s of repository %s: %s", source.path, repository.pk, report.errors
+                )
+        records = [record for batch in by_format.values() for record in batch]
+        # A file that cannot be read this time (broken frontmatter) keeps its items until it can.
+        unreadable = {r.file for r in records if isinstance(r.value, ValidationError)}
+        kept = {record.key for record in records}
+        totals["deleted"] += _delete_gone(
+            repository, [p for p in [*changed, *gone] if p not in unreadable], kept
+        )
+        KnowledgeSource.objects.filter(pk=source.pk).update(imported=blobs)
+    return totals
+
+
+def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> int:
+    """Delete the items of ``paths`` (files read again, or deleted) that their file no longer holds."""
+    from knowledge import services as knowledge
+    from knowledge.selectors import sourced_items
+
+    deleted = 0
+    for path in paths:
+        prefix = _source_key(repository, path)
+        for item in sourced_items(project=repository.project, key=prefix, section_of=f"{prefix}#"):
+            if item.source.key not in kept:
+                knowledge.item_delete(item=item)
+                deleted += 1
+    return deleted
+
+
+FILE_NOT_SYNCED = _("{path} is not in the last synced tree of {repository}.")
+
+
+def repository_file_read(*, repository: Repository, path: str) -> bytes:
+    """The bytes of ``path`` at the repository's last synced head (a blob-less clone fetches that blob)."""
+    if not repository.tree_files.filter(path=path).exists() or not repository.last_synced_commit:
+        raise ValidationError(
+            {"repository_file": FILE_NOT_SYNCED.format(path=path, repository=repository.name)}
+        )
+    clone = GitRepo(clone_path(repository))
+    clone.git.update_environment(**_git_env(), **credential_config(repository.url, repository.credential))
+    sha = clone.git.rev_parse(f"{repository.last_synced_commit}:{path}")
+    return clone.odb.stream(bytes.fromhex(sha)).read()

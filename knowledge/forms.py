@@ -6,7 +6,10 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
 from contextforge.history import CHANNELS
+from knowledge.importers import FORMATS
+from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import parse_tags
+from knowledge.services import FILE_TOO_LARGE
 
 
 class TagsField(forms.CharField):
@@ -68,3 +71,65 @@ class SnapshotForm(forms.Form):
     def __init__(self, *args, projects, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = projects
+
+
+FILE_OR_REPOSITORY_FILE = _("Upload a file or pick one of a connected repository.")
+
+
+class ImportForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    file = forms.FileField(
+        label=_("File"),
+        required=False,
+        help_text=_("A file, or a zip of a folder of Markdown notes, agent memory files or records."),
+    )
+    repository_file = forms.ChoiceField(
+        label=_("Or a file of a connected repository"),
+        required=False,
+        help_text=_("As of the repository's last sync."),
+    )
+    format = forms.ChoiceField(
+        label=_("Format"), required=False, help_text=_("Leave it empty to guess it from the file name.")
+    )
+    prune = forms.BooleanField(
+        label=_("Remove the items whose source is gone"),
+        required=False,
+        help_text=_("Items this format imported earlier that the upload no longer holds are deleted."),
+    )
+
+    def __init__(self, *args, projects, repository_files=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects
+        if projects.count() == 1:
+            self.fields["project"].initial = projects.first()
+        self.fields["repository_file"].choices = [
+            ("", "—"),
+            *((f"{f.repository_id}:{f.path}", f"{f.repository.name}: {f.path}") for f in repository_files),
+        ]
+        self.fields["format"].choices = [("", _("Guess from the file name")), *FORMATS.items()]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("file") and not cleaned.get("repository_file") and "file" not in self.errors:
+            self.add_error("file", FILE_OR_REPOSITORY_FILE)
+        return cleaned
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload and upload.size > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+            raise forms.ValidationError(
+                FILE_TOO_LARGE.format(file=upload.name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)
+            )
+        return upload
+
+
+class ExportForm(forms.Form):
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
+    format = forms.ChoiceField(label=_("Format"), choices=list(EXPORT_FORMATS.items()), initial="jsonl")
+    tag = forms.CharField(label=_("Tag"), required=False, help_text=_("Only the items carrying this tag."))
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects
+        if projects.count() == 1:
+            self.fields["project"].initial = projects.first()

@@ -222,3 +222,68 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ItemSource(models.Model):
+    """Where an imported item came from: how importing the same source again finds it instead of
+    creating it twice."""
+
+    item = models.OneToOneField(KnowledgeItem, on_delete=models.CASCADE, related_name="source")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    format = models.CharField(max_length=20)
+    # The file path (with "#section" for one of several items a file holds) or the external id.
+    key = models.CharField(max_length=1000)
+    # SHA-256 of what the source said (title, content, tags): unchanged means nothing to update.
+    digest = models.CharField(max_length=64)
+    # "path@sha" for an item that a repository's knowledge source keeps in sync.
+    ref = models.CharField(max_length=1100, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "format", "key"], name="unique_item_source"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.format}:{self.key}"
+
+
+class ImportJob(models.Model):
+    """An import the worker runs: its upload until it starts, its progress while it runs, its report."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", _("previewed")  # dry-run shown on the Import page, waiting for confirmation
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    format = models.CharField(max_length=20)
+    file_name = models.CharField(max_length=300)
+    prune = models.BooleanField(default=False)
+    # The uploaded bytes, emptied once the job has read them.
+    payload = models.BinaryField(default=bytes, editable=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.format}:{self.file_name}"
+
+    @property
+    def percent(self) -> int:
+        return (
+            round(100 * self.done / self.total)
+            if self.total
+            else (100 if self.status == self.Status.DONE else 0)
+        )

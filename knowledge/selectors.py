@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from contextforge.api import ApplicationError
 from knowledge.keywords import text_error
-from knowledge.models import ItemVersion, KnowledgeItem, Snapshot, normalize_tag
+from knowledge.models import ImportJob, ItemSource, ItemVersion, KnowledgeItem, Snapshot, normalize_tag
 from knowledge.query_syntax import Understood
 from knowledge.ranking import SearchFilters
 
@@ -140,3 +140,29 @@ def search_filters(*, projects, understood: Understood, tags=(), text: str = "")
         texts=tuple(t for t in (text, understood.text) if t),
         paths=understood.paths,
     )
+
+
+def import_job_get(*, projects, pk: int) -> ImportJob:
+    return get_object_or_404(
+        ImportJob.objects.filter(project__in=projects).select_related("project").defer("payload"), pk=pk
+    )
+
+
+def import_jobs_for(*, projects) -> QuerySet[ImportJob]:
+    return (
+        ImportJob.objects.filter(project__in=projects).exclude(status=ImportJob.Status.DRAFT).defer("payload")
+    )
+
+
+def sourced_items(*, project, key: str, section_of: str) -> QuerySet[KnowledgeItem]:
+    """The items of ``project`` imported from source ``key`` or one of its sections (``section_of``…)."""
+    return (
+        KnowledgeItem.objects.filter(project=project)
+        .filter(Q(source__key=key) | Q(source__key__startswith=section_of))
+        .select_related("source")
+    )
+
+
+def item_source(*, item: KnowledgeItem) -> ItemSource | None:
+    """Where an imported item came from (a file path, ``path@sha`` for a repository's), if it was imported."""
+    return ItemSource.objects.filter(item=item).first()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,9 +22,19 @@ from psycopg.types import TypeInfo
 from accounts.models import Project
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
-from contextforge.text import JSON_TOO_DEEP, text_error
-from knowledge import embeddings
-from knowledge.models import Action, ItemVersion, KnowledgeItem, Snapshot, embedded_text, normalize_tag
+from contextforge.text import text_error
+from knowledge import embeddings, importers
+from knowledge.importers import Record
+from knowledge.models import (
+    Action,
+    ImportJob,
+    ItemSource,
+    ItemVersion,
+    KnowledgeItem,
+    Snapshot,
+    embedded_text,
+    normalize_tag,
+)
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -383,6 +394,9 @@ IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "projec
 # The model embeds a batch while the one before it is written, so the last batch's write is all that
 # runs after the model: 500 keeps that tail short, and the model (sorting a batch by length) pads little.
 IMPORT_BATCH = 500
+# Rows of each kind (created, updated, skipped, failed) an import's answer lists; the counts are whole.
+ROWS_SHOWN = 50
+IMPORT_KINDS = ("created", "updated", "skipped", "failed", "deleted")
 
 
 @dataclass
@@ -393,8 +407,13 @@ class ImportReport:
     errors: list[dict] = field(default_factory=list)
     skipped_lines: list[int] = field(default_factory=list)
     pending: int = 0
+    updated: int = 0
+    deleted: int = 0
+    # What each created, updated, skipped or deleted record was: its file, line, title and item.
+    rows: dict[str, list[dict]] = field(default_factory=lambda: {kind: [] for kind in IMPORT_KINDS})
 
     def as_dict(self) -> dict:
+        """The answer of ``POST /items/import/``, as it has always been."""
         return {
             "created": self.created,
             "skipped": self.skipped,
@@ -404,31 +423,40 @@ class ImportReport:
             "skipped_lines": self.skipped_lines,
         }
 
+    def summary(self) -> dict:
+        """Every count, and the first ROWS_SHOWN rows of each kind (failures with their reasons)."""
+        rows = {kind: self.rows[kind][:ROWS_SHOWN] for kind in IMPORT_KINDS if kind != "failed"}
+        return {
+            **{kind: getattr(self, kind) for kind in IMPORT_KINDS},
+            "pending": self.pending,
+            "rows": {**rows, "failed": self.errors[:ROWS_SHOWN]},
+        }
 
-def parse_import_body(body: bytes) -> Iterator[tuple[int, object]]:
-    """(line number, decoded value) for a JSON array or JSON Lines body; a bad line yields its error."""
-    text = body.decode("utf-8-sig", errors="replace")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            values = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            yield 0, ValidationError({"body": f"Invalid JSON array: {exc.msg} at line {exc.lineno}."})
-            return
-        except RecursionError:
-            yield 0, ValidationError({"body": JSON_TOO_DEEP})
-            return
-        yield from enumerate(values, start=1)
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, ValidationError({"line": f"Invalid JSON: {exc.msg}."})
-        except RecursionError:
-            yield number, ValidationError({"line": JSON_TOO_DEEP})
+    def add(self, kind: str, record: Record, item: KnowledgeItem | None) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        if kind == "skipped":
+            self.skipped_lines.append(record.line)
+        if len(self.rows[kind]) < ROWS_SHOWN:
+            row = {
+                "line": record.line,
+                "title": item.title if item else "",
+                "item": item.pk if item else None,
+            }
+            self.rows[kind].append({"file": record.file, **row} if record.file else row)
+
+    def fail(self, record: Record, exc: ValidationError) -> None:
+        self.failed += 1
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"line": exc.messages}
+        error = {"line": record.line, "errors": errors}
+        self.errors.append({"file": record.file, **error} if record.file else error)
+
+
+class ImportInterrupted(Exception):
+    """An import stopped part way: the batches before ``report``'s counts are written, the rest untouched."""
+
+    def __init__(self, report: ImportReport, cause: BaseException):
+        super().__init__(str(cause))
+        self.report = report
 
 
 # How far an imported timestamp may run ahead of the server's clock (clocks of two machines differ).
@@ -456,58 +484,190 @@ def _parse_stamp(name: str, value, now: datetime) -> datetime | None:
 
 def items_import(
     *,
-    records: Iterable[tuple[int, object]],
+    records: Iterable[Record | tuple[int, object]],
     default_project: Project | None,
     projects_by_slug: dict[str, Project],
     created_by=None,
+    format: str = "",
+    dry_run: bool = False,
+    prune: bool = False,
+    atomic: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
-    """Import items: every record is validated first, then each valid one is created in one transaction,
-    a duplicate skipped, and a bad one reported with its line number and what was wrong."""
+    """Import items: every record is validated first, then each valid one is created, updated or skipped,
+    and a bad one reported with its file, its line and what was wrong.
+
+    With a ``format``, a record's key ties its item to its source: importing the source again updates
+    the items whose source changed (through ``item_update``) and skips the others; ``prune`` deletes the
+    items of that format whose source is gone. Without one (the JSON API as it always was), an item
+    whose title and content the project holds already is skipped. ``dry_run`` reports without writing.
+    ``atomic`` writes everything or nothing; otherwise each batch is committed as it is written (a job
+    reports its ``progress``), and a failure raises ImportInterrupted with what was done.
+    """
     report = ImportReport()
-    valid: list[tuple[int, KnowledgeItem]] = []
+    valid: list[tuple[Record, KnowledgeItem]] = []
     seen: set[tuple[int, str]] = set()
     now = timezone.now()
-
-    def fail(number: int, exc: ValidationError) -> None:
-        report.failed += 1
-        errors = exc.message_dict if hasattr(exc, "error_dict") else {"line": exc.messages}
-        report.errors.append({"line": number, "errors": errors})
-
-    for number, value in records:
-        if isinstance(value, ValidationError):
-            fail(number, value)
+    for record in records:
+        record = Record(*record)
+        if isinstance(record.value, ValidationError):
+            report.fail(record, record.value)
             continue
         try:
-            item = _import_record(value, default_project, projects_by_slug, created_by, now)
+            item = _import_record(record.value, default_project, projects_by_slug, created_by, now)
         except ValidationError as exc:
-            fail(number, exc)
+            report.fail(record, exc)
             continue
-        key = (item.project_id, item.content_hash)
+        key = (item.project_id, (format and record.key) or item.content_hash)
         if key in seen:
-            report.skipped += 1
-            report.skipped_lines.append(number)
+            report.add("skipped", record, item)
             continue
         seen.add(key)
-        valid.append((number, item))
-    # Nothing is written before every line has been read: a bad line anywhere fails alone, and the
-    # good lines are written all together or not at all.
-    with transaction.atomic(), history_context(channel=IMPORT, action=Action.IMPORT):
-        _write_import(valid, report)
+        valid.append((record, item))
+    plan = _ImportPlan(format=format, valid=valid, report=report, dry_run=dry_run, progress=progress)
+    try:
+        # Every version this import writes names the import channel (the COPY's rows included).
+        with (
+            transaction.atomic() if atomic else contextlib.nullcontext(),
+            history_context(channel=IMPORT, action=Action.IMPORT),
+        ):
+            plan.run()
+            if prune and format:
+                _prune(format=format, projects={item.project_id for _r, item in valid}, keep=seen, plan=plan)
+    except Exception as exc:
+        if atomic:
+            raise
+        raise ImportInterrupted(report, exc) from exc
     return report
 
 
-def _write_import(valid: list[tuple[int, KnowledgeItem]], report: ImportReport) -> None:
-    # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
-    # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
-    embedding: tuple[list[KnowledgeItem], Future] | None = None
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for start in range(0, len(valid), IMPORT_BATCH):
-            fresh = _fresh_items(valid[start : start + IMPORT_BATCH], report)
-            previous, embedding = embedding, ((fresh, pool.submit(_embed_into, fresh)) if fresh else None)
-            if previous:
-                _write_items(*previous, report)
-        if embedding:
-            _write_items(*embedding, report)
+@dataclass
+class _ImportPlan:
+    format: str
+    valid: list[tuple[Record, KnowledgeItem]]
+    report: ImportReport
+    dry_run: bool
+    progress: Callable[[int, int], None] | None
+    done: int = 0
+
+    def run(self) -> None:
+        # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
+        # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
+        embedding: tuple[list, Future] | None = None
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            for start in range(0, len(self.valid), IMPORT_BATCH):
+                batch = self.valid[start : start + IMPORT_BATCH]
+                fresh = self._classify(batch)
+                if self.dry_run:
+                    for record, item in fresh:
+                        self.report.add("created", record, item)
+                    self._step(len(batch))
+                    continue
+                items = [item for _r, item in fresh]
+                previous = embedding
+                embedding = (batch, fresh, pool.submit(_embed_into, items)) if fresh else None
+                if previous:
+                    self._write(*previous)
+                if not fresh:
+                    self._step(len(batch))
+            if embedding:
+                self._write(*embedding)
+
+    def _step(self, count: int) -> None:
+        self.done += count
+        if self.progress:
+            self.progress(self.done, len(self.valid))
+
+    def _classify(self, batch: list[tuple[Record, KnowledgeItem]]) -> list[tuple[Record, KnowledgeItem]]:
+        """The records of ``batch`` whose items are new; the others are updated or reported skipped."""
+        keyed = [(r, i) for r, i in batch if self.format and r.key]
+        sources = {
+            (source.project_id, source.key): source
+            for source in ItemSource.objects.filter(
+                project_id__in={i.project_id for _r, i in keyed},
+                format=self.format,
+                key__in=[r.key for r, _i in keyed],
+            )
+            .select_related("item")
+            .defer("item__embedding")  # 384 floats each that neither a skip nor an update reads
+        }
+        holders = dict(
+            ((project_id, digest), pk)
+            for pk, project_id, digest in KnowledgeItem.objects.filter(
+                project_id__in={i.project_id for _r, i in batch},
+                content_hash__in=[i.content_hash for _r, i in batch],
+            ).values_list("pk", "project_id", "content_hash")
+        )
+        fresh, adopted = [], []
+        for record, item in batch:
+            source = sources.get((item.project_id, record.key)) if self.format and record.key else None
+            if source is not None:
+                if source.digest == source_digest(item):
+                    self.report.add("skipped", record, source.item)
+                else:
+                    self._update(source, record, item)
+            elif holder := holders.get((item.project_id, item.content_hash)):
+                item.pk = holder
+                self.report.add("skipped", record, item)
+                if self.format and record.key:
+                    adopted.append(self._source(record, item))
+            else:
+                fresh.append((record, item))
+        if adopted and not self.dry_run:
+            ItemSource.objects.bulk_create(adopted, ignore_conflicts=True)
+        return fresh
+
+    def _update(self, source: ItemSource, record: Record, item: KnowledgeItem) -> None:
+        if not self.dry_run:
+            # Through the one update service: whatever an edit records (a version), an import's does too.
+            source.item = item_update(
+                item=source.item, title=item.title, content=item.content, tags=item.tags, action=Action.IMPORT
+            )
+            source.digest, source.ref = source_digest(item), record.ref
+            source.save(update_fields=["digest", "ref"])
+        self.report.add("updated", record, source.item)
+
+    def _source(self, record: Record, item: KnowledgeItem) -> ItemSource:
+        return ItemSource(
+            item_id=item.pk,
+            project_id=item.project_id,
+            format=self.format,
+            key=record.key,
+            digest=source_digest(item),
+            ref=record.ref,
+        )
+
+    def _write(self, batch, fresh: list[tuple[Record, KnowledgeItem]], embedding: Future) -> None:
+        embedded = embedding.result()  # the vectors are in the items only once the model is done with them
+        items = [item for _r, item in fresh]
+        with transaction.atomic():
+            _copy_items(items)
+            if self.format:
+                keyed = [self._source(r, i) for r, i in fresh if r.key]
+                ItemSource.objects.bulk_create(keyed)
+            if not embedded:
+                self.report.pending += len(items)
+                _queue_embedding([item.pk for item in items])
+        for record, item in fresh:
+            self.report.add("created", record, item)
+        self._step(len(batch))
+
+
+def source_digest(item: KnowledgeItem) -> str:
+    """What a source said about an item, hashed: importing it again with the same digest changes nothing."""
+    text = json.dumps([item.title, item.content, item.tags], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _prune(*, format: str, projects: set[int], keep: set[tuple[int, str]], plan: _ImportPlan) -> None:
+    """Delete the items of ``format`` in ``projects`` whose source this import no longer holds."""
+    gone = ItemSource.objects.filter(project_id__in=projects, format=format).select_related("item")
+    for source in gone.iterator(2000):
+        if (source.project_id, source.key) in keep:
+            continue
+        plan.report.add("deleted", Record(0, None, source.key), source.item)
+        if not plan.dry_run:
+            item_delete(item=source.item)
 
 
 def _import_record(value, default_project, projects_by_slug, created_by, now: datetime) -> KnowledgeItem:
@@ -558,36 +718,6 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
     return item
 
 
-def _fresh_items(batch: list[tuple[int, KnowledgeItem]], report: ImportReport) -> list[KnowledgeItem]:
-    """The items of ``batch`` that the database does not hold yet; the others are reported skipped."""
-    if not batch:
-        return []
-    existing = set(
-        KnowledgeItem.objects.filter(
-            project_id__in={item.project_id for _, item in batch},
-            content_hash__in=[item.content_hash for _, item in batch],
-        ).values_list("project_id", "content_hash")
-    )
-    fresh = []
-    for number, item in batch:
-        if (item.project_id, item.content_hash) in existing:
-            report.skipped += 1
-            report.skipped_lines.append(number)
-        else:
-            fresh.append(item)
-    return fresh
-
-
-def _write_items(fresh: list[KnowledgeItem], embedding: Future, report: ImportReport) -> None:
-    embedded = embedding.result()  # the vectors are in the items only once the model is done with them
-    with transaction.atomic():
-        _copy_items(fresh)
-        if not embedded:
-            report.pending += len(fresh)
-            _queue_embedding([item.pk for item in fresh])
-    report.created += len(fresh)
-
-
 def _copy_items(items: list[KnowledgeItem]) -> None:
     """Insert ``items`` with one binary COPY and give each its id.
 
@@ -623,14 +753,129 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
         item._state.adding, item._state.db = False, connection.alias
 
 
-def export_record(item: KnowledgeItem) -> dict:
-    """One exported line; ``items_import`` reads it back into the same item."""
-    return {
-        "id": item.pk,
-        "project": item.project.slug,
-        "title": item.title,
-        "content": item.content,
-        "tags": item.tags,
-        "created_at": item.created_at.isoformat(),
-        "updated_at": item.updated_at.isoformat(),
-    }
+# ----- import jobs and uploads ------------------------------------------------------------------
+
+FILE_TOO_LARGE = _("{file}: larger than {max} bytes.")
+IMPORT_FAILED_AT = _("Stopped after {done} of {total} items: {error}")
+
+
+def _check_size(name: str, data: bytes) -> None:
+    if len(data) > settings.CONTEXTFORGE_MAX_IMPORT_BYTES:
+        raise ValidationError(
+            {"file": FILE_TOO_LARGE.format(file=name, max=settings.CONTEXTFORGE_MAX_IMPORT_BYTES)}
+        )
+
+
+def import_upload(
+    *,
+    project: Project,
+    format: str,
+    name: str,
+    data: bytes,
+    created_by=None,
+    dry_run: bool = False,
+    prune: bool = False,
+    atomic: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
+    API, the dashboard, the MCP tools, a job and a repository's knowledge sources."""
+    _check_size(name, data)
+    return items_import(
+        records=importers.records_from(format=format, name=name, data=data),
+        default_project=project,
+        projects_by_slug={project.slug: project},
+        created_by=created_by,
+        format=format,
+        dry_run=dry_run,
+        prune=prune,
+        atomic=atomic,
+        progress=progress,
+    )
+
+
+def import_job_create(
+    *,
+    project: Project,
+    format: str,
+    name: str,
+    data: bytes,
+    created_by=None,
+    prune: bool = False,
+    queue: bool = True,
+) -> ImportJob:
+    """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
+    ``import_job_confirm`` queues); a zip that must not be unpacked is refused now, not by the job."""
+    importers.check_format(format)
+    _check_size(name, data)
+    if importers.archive.is_zip(name, data):
+        importers.archive.check(name, data)
+    status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            project=project,
+            created_by=created_by,
+            format=format,
+            file_name=name[:300],
+            prune=prune,
+            payload=data,
+            status=status,
+        )
+        if queue:
+            _queue_import(job)
+    return job
+
+
+def _queue_import(job: ImportJob) -> None:
+    from knowledge.tasks import run_import
+
+    transaction.on_commit(lambda: run_import.delay(job.pk))
+
+
+def import_job_confirm(*, job: ImportJob) -> ImportJob:
+    """Queue a draft import (once: confirming twice queues it once)."""
+    with transaction.atomic():
+        drafts = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.DRAFT)
+        if drafts.update(status=ImportJob.Status.QUEUED):
+            _queue_import(job)
+    job.refresh_from_db()
+    return job
+
+
+def import_job_run(*, job: ImportJob) -> ImportJob:
+    """Run a queued import, committing batch by batch and recording its progress as it goes; a failure
+    leaves the items it did not reach untouched and says how far it got."""
+    claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
+        status=ImportJob.Status.RUNNING
+    )
+    if not claimed:  # run already, or running: a task delivered twice does nothing the second time
+        return job
+
+    def progress(done: int, total: int) -> None:
+        ImportJob.objects.filter(pk=job.pk).update(done=done, total=total)
+
+    payload = bytes(ImportJob.objects.values_list("payload", flat=True).get(pk=job.pk))
+    fields = {"payload": b"", "finished_at": None}
+    try:
+        report = import_upload(
+            project=job.project,
+            format=job.format,
+            name=job.file_name,
+            data=payload,
+            created_by=job.created_by,
+            prune=job.prune,
+            atomic=False,
+            progress=progress,
+        )
+    except ImportInterrupted as exc:
+        current = ImportJob.objects.get(pk=job.pk)
+        error = IMPORT_FAILED_AT.format(done=current.done, total=current.total, error=exc)
+        fields.update(status=ImportJob.Status.FAILED, result=exc.report.summary(), error=error)
+    except ValidationError as exc:
+        fields.update(status=ImportJob.Status.FAILED, error=" ".join(exc.messages))
+    else:
+        fields.update(status=ImportJob.Status.DONE, result=report.summary())
+    fields["finished_at"] = timezone.now()
+    ImportJob.objects.filter(pk=job.pk).update(**fields)
+    job.refresh_from_db()
+    return job

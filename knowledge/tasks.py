@@ -3,7 +3,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from knowledge import embeddings, services
-from knowledge.models import KnowledgeItem
+from knowledge.models import ImportJob, KnowledgeItem
 
 
 @shared_task(
@@ -23,3 +23,11 @@ def embed_pending_items(batch: int = 256) -> int:
 @shared_task
 def purge_trash() -> int:
     return services.trash_purge_expired()
+
+
+@shared_task
+def run_import(job_id: int) -> str:
+    job = ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
+    if job is None:  # its project was deleted while it waited
+        return "gone"
+    return services.import_job_run(job=job).status

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,8 +25,9 @@ from accounts.selectors import (
 )
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
-from knowledge import embeddings, selectors, services
-from knowledge.forms import ActivityFilterForm, ItemForm, SearchForm, SnapshotForm
+from knowledge import embeddings, importers, selectors, services
+from knowledge.forms import ActivityFilterForm, ExportForm, ImportForm, ItemForm, SearchForm, SnapshotForm
+from knowledge.importers.exports import export
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.query_syntax import parts, understand, without
 from knowledge.ranking import reference_status, search, signals
@@ -91,6 +92,7 @@ def item_detail(request, pk: int):
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
+        "source": selectors.item_source(item=item),
     }
     return render(request, "knowledge/item_detail.html", context)
 
@@ -404,3 +406,88 @@ def snapshot_restore(request, pk: int):
         (_("Move to the trash (created since)"), [(pk, titles[pk]) for pk in plan.trash]),
     ]
     return render(request, "knowledge/snapshot_restore.html", {"snapshot": snapshot, "parts": parts})
+
+
+# ----- import and export ------------------------------------------------------------------------
+
+FILE_NOT_IN_PROJECT = gettext_lazy("That repository is not one of the chosen project's.")
+
+
+@require_http_methods(["GET", "POST"])
+def import_page(request):
+    """Upload a file or zip, or pick a repository's file; the dry run's table, kept as a draft job, waits
+    for confirmation."""
+    from gitsync import selectors as git
+
+    projects = projects_for(user=request.user, scope="admin")
+    files = git.knowledge_files(projects=projects)
+    form = ImportForm(request.POST or None, request.FILES or None, projects=projects, repository_files=files)
+    context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
+    if request.method == "POST" and form.is_valid():
+        try:
+            name, data = _import_source(form)
+            format = form.cleaned_data["format"] or importers.guess_format(name, data)
+            if format is None:
+                raise ValidationError(
+                    {
+                        "format": importers.UNKNOWN_FORMAT.format(
+                            formats=", ".join(importers.FORMATS), file=name
+                        )
+                    }
+                )
+            options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
+            report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
+            job = services.import_job_create(
+                **options, created_by=request.user, prune=form.cleaned_data["prune"], queue=False
+            )
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            context.update(preview=report.summary(), job=job)
+    return render(request, "knowledge/import.html", context)
+
+
+def _import_source(form: ImportForm) -> tuple[str, bytes]:
+    """The name and bytes the form names: its upload, or a file of one of the project's repositories."""
+    from gitsync import services as git
+
+    if upload := form.cleaned_data["file"]:
+        return upload.name, upload.read()
+    repository_id, path = form.cleaned_data["repository_file"].split(":", 1)
+    repository = form.cleaned_data["project"].repositories.filter(pk=repository_id).first()
+    if repository is None:
+        raise ValidationError({"repository_file": FILE_NOT_IN_PROJECT})
+    return path, git.repository_file_read(repository=repository, path=path)
+
+
+def _import_job(request, pk: int):
+    return selectors.import_job_get(projects=projects_for(user=request.user, scope="admin"), pk=pk)
+
+
+@require_POST
+def import_confirm(request, pk: int):
+    job = services.import_job_confirm(job=_import_job(request, pk))
+    return redirect("dashboard:import-job", pk=job.pk)
+
+
+@require_GET
+def import_job(request, pk: int):
+    """A job's progress bar while it runs (htmx polls the partial), its result with links once done."""
+    job = _import_job(request, pk)
+    template = "knowledge/import_job.html#progress" if request.htmx else "knowledge/import_job.html"
+    return render(request, template, {"job": job})
+
+
+@require_GET
+def export_page(request):
+    projects = projects_for(user=request.user)
+    form = ExportForm(request.GET or None, projects=projects)
+    if form.is_bound and form.is_valid():
+        items = selectors.items_for(
+            projects=[form.cleaned_data["project"]], tag=form.cleaned_data["tag"] or None
+        )
+        out = export(items.order_by("id"), form.cleaned_data["format"])
+        response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'
+        return response
+    return render(request, "knowledge/export.html", {"form": form})

@@ -70,3 +70,9 @@ def writable_project(caller: Caller) -> Project:
 def ensure_may_write(caller: Caller, project: Project) -> None:
     require_scope(caller, "write")
     ensure_may(caller, project, "write")
+
+
+def admin_project(caller: Caller) -> Project:
+    """The project an admin-scoped action (an import) acts on: the key's scope and the owner's role."""
+    require_scope(caller, "admin")
+    return request_project(caller, caller.project_slug, "admin")

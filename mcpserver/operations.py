@@ -21,12 +21,14 @@ from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_UNKNOWN
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
-from knowledge import selectors, services
+from knowledge import importers, selectors, services
 from knowledge.api.serializers import (
     ItemOutputSerializer,
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
 )
+from knowledge.importers import markdown
+from knowledge.importers.exports import EXPORT_FORMATS, export
 from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem
 from knowledge.query_syntax import understand
@@ -41,7 +43,14 @@ from knowledge.ranking.signals import (
 )
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, near_duplicates
 from knowledge.text import PROPOSAL_MARKERS
-from mcpserver.access import Caller, ensure_may_write, readable_projects, require_scope, writable_project
+from mcpserver.access import (
+    Caller,
+    admin_project,
+    ensure_may_write,
+    readable_projects,
+    require_scope,
+    writable_project,
+)
 from tasks import selectors as task_selectors
 from tasks import services as task_services
 from tasks.api.serializers import TaskOutputSerializer
@@ -521,3 +530,48 @@ def _activity_text(rows: list[dict], *, days: int) -> str:
             if files:
                 lines.append(f"      {files}")
     return "\n".join(lines)
+
+
+# ----- import and export ----------------------------------------------------------------------------
+
+
+def memory_import(caller: Caller, *, format: str, content: str, name: str | None, dry_run: bool) -> Outcome:
+    """A small text (a pasted CLAUDE.md, a CSV) through the one import service, as the REST import."""
+    project = admin_project(caller)
+    importers.check_format(format)
+    name = name or importers.DEFAULT_NAMES[format]
+    report = services.import_upload(
+        project=project,
+        format=format,
+        name=name,
+        data=content.encode(),
+        created_by=caller.user,
+        dry_run=dry_run,
+    )
+    data = {"project": project.slug, "format": format, "dry_run": dry_run, **report.summary()}
+    counts = ", ".join(f"{data[kind]} {kind}" for kind in ("created", "updated", "skipped", "failed"))
+    lines = [f"{'Would import' if dry_run else 'Imported'} {name} ({format}) into {project.slug}: {counts}."]
+    lines += [
+        f"  {row.get('file', name)} line {row['line']}: "
+        + "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in row["errors"].items())
+        for row in data["rows"]["failed"]
+    ]
+    return Outcome(data=data, text="\n".join(lines))
+
+
+def memory_export(caller: Caller, *, format: str, tag: str | None) -> Outcome:
+    """The items the caller may read as text: JSON Lines or CSV, or Markdown notes one after another."""
+    if format not in EXPORT_FORMATS:
+        raise ApplicationError(
+            f"Unknown format {format!r}; one of {', '.join(EXPORT_FORMATS)}.", field="format"
+        )
+    items = selectors.items_for(projects=readable_projects(caller), tag=tag).order_by("id")
+    if format == "markdown":
+        notes = [{"file": markdown.file_name(item), "text": markdown.render(item)} for item in items]
+        data = {"format": format, "count": len(notes), "files": notes, "content": None}
+        text = "\n\n".join(f"<!-- {note['file']} -->\n{note['text']}" for note in notes)
+    else:
+        content = "".join(str(chunk) for chunk in export(items, format).chunks)
+        data = {"format": format, "count": items.count(), "files": [], "content": content}
+        text = content
+    return Outcome(data=data, text=text or f"No items{f' tagged {tag!r}' if tag else ''}.")

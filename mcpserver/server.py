@@ -28,6 +28,8 @@ from contextforge.api.access import PROJECT_REQUIRED
 from contextforge.history import MCP, history_context
 from knowledge import embeddings
 from knowledge.api.serializers import KEYWORD_TEXT_HELP, LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
+from knowledge.importers import FORMATS
+from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import TEST_TAG
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
@@ -47,6 +49,11 @@ from mcpserver.operations import (
 from tasks.models import Priority, Status
 
 logger = logging.getLogger(__name__)
+
+ImportFormat = Literal[tuple(FORMATS)]
+ExportFormat = Literal[tuple(EXPORT_FORMATS)]
+# memory_import is for pasted texts; files and zips go through the REST import or the Import page.
+MCP_IMPORT_MAX_CHARS = 1_000_000
 
 SERVER_NAME = "contextforge"
 INSTRUCTIONS = (
@@ -177,6 +184,33 @@ class TrashedItem(Item):
 
 class TrashResult(BaseModel):
     items: list[TrashedItem] = Field(description="Most recently deleted first.")
+
+
+class ImportResult(BaseModel):
+    project: str
+    format: str
+    dry_run: bool
+    created: int
+    updated: int
+    skipped: int = Field(description="Unchanged since the last import of the same source, or already held.")
+    failed: int
+    deleted: int
+    pending: int
+    rows: dict[str, list[dict[str, Any]]] = Field(
+        description="The first 50 rows of each kind (file, line, title, item id); failures with their errors."
+    )
+
+
+class ExportedNote(BaseModel):
+    file: str
+    text: str
+
+
+class ExportResult(BaseModel):
+    format: str
+    count: int
+    content: str | None = Field(description="The JSON Lines or CSV text (null for markdown).")
+    files: list[ExportedNote] = Field(description="For markdown: one note per item, with frontmatter.")
 
 
 class Task(BaseModel):
@@ -704,5 +738,54 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         days: Annotated[int, Field(ge=1, le=365, description="The window in days (1-365).")] = 30,
     ) -> Annotated[CallToolResult, ActivityResult]:
         return await _run(caller_for, ctx, operations.repo_activity, days=days)
+
+    @server.tool(
+        title="Import into team memory",
+        annotations=WRITE,
+        description=(
+            "Import a small text into the project's memory: a pasted CLAUDE.md, AGENTS.md or .cursorrules "
+            "(format agent-memory: one item per ## section), a Markdown note (markdown), an ADR (adr), a CSV "
+            "with a title,content,tags,created_at,updated_at header (csv), a mem0 export (mem0), or JSON / "
+            "JSON Lines items (json, jsonl). Importing the same text again updates the items whose section "
+            "changed and skips the rest. Use dry_run to see what would happen first. 'name' is the file "
+            "name the items are titled after (default per format, e.g. CLAUDE.md). Needs the 'admin' scope "
+            "and the admin role, as the REST import."
+        ),
+    )
+    async def memory_import(
+        format: Annotated[ImportFormat, Field(description="The text's format.")],
+        content: Annotated[
+            str, Field(min_length=1, max_length=MCP_IMPORT_MAX_CHARS, description="The file's text.")
+        ],
+        ctx: Context,
+        name: Annotated[
+            str | None, Field(max_length=300, description="Its file name, e.g. AGENTS.md.")
+        ] = None,
+        dry_run: Annotated[bool, Field(description="Report what would happen; write nothing.")] = False,
+    ) -> Annotated[CallToolResult, ImportResult]:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.memory_import,
+            format=format,
+            content=content,
+            name=name,
+            dry_run=dry_run,
+        )
+
+    @server.tool(
+        title="Export team memory",
+        annotations=READ_ONLY,
+        description=(
+            "Export the items you may read, all or those carrying 'tag': as JSON Lines (jsonl), CSV (csv) or "
+            "Markdown notes with frontmatter (markdown), each of which memory_import reads back."
+        ),
+    )
+    async def memory_export(
+        ctx: Context,
+        format: Annotated[ExportFormat, Field(description="jsonl, csv or markdown.")] = "jsonl",
+        tag: Annotated[str | None, Field(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH)] = None,
+    ) -> Annotated[CallToolResult, ExportResult]:
+        return await _run(caller_for, ctx, operations.memory_export, format=format, tag=tag)
 
     return server

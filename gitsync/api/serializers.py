@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField
 from contextforge.api.validation import InputSerializer
-from gitsync.models import Repository
+from gitsync.models import KnowledgeSource, Repository
 
 
 class RepositoryOutputSerializer(serializers.ModelSerializer):
@@ -67,3 +67,21 @@ class RepositoryWebhookSecretSerializer(RepositoryOutputSerializer):
     class Meta(RepositoryOutputSerializer.Meta):
         fields = [*RepositoryOutputSerializer.Meta.fields, "webhook_secret"]
         read_only_fields = fields
+
+
+class KnowledgeSourceOutputSerializer(serializers.ModelSerializer):
+    files = serializers.SerializerMethodField(help_text="How many files the last sync imported from it.")
+
+    class Meta:
+        model = KnowledgeSource
+        fields = ["id", "path", "files", "created_at"]
+        read_only_fields = fields
+
+    def get_files(self, source: KnowledgeSource) -> int:
+        return len(source.imported)
+
+
+class KnowledgeSourceInputSerializer(InputSerializer):
+    path = StrictCharField(
+        max_length=1000, help_text="A file (CLAUDE.md) or a folder ending in / (docs/adr/)."
+    )

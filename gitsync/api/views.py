@@ -166,3 +166,36 @@ class RepositoryWebhookApi(APIView):
         ):
             return Response({"detail": REPLAYED}, status=status.HTTP_409_CONFLICT)
         return Response({"status": _queue_sync(repository)}, status=status.HTTP_202_ACCEPTED)
+
+
+class KnowledgeSourceListCreateApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="knowledge_sources_list", responses={200: s.KnowledgeSourceOutputSerializer(many=True)}
+    )
+    def get(self, request, pk: int):
+        sources = _repository(request, pk).knowledge_sources.all()
+        return Response(s.KnowledgeSourceOutputSerializer(sources, many=True).data)
+
+    @extend_schema(
+        operation_id="knowledge_sources_create",
+        request=s.KnowledgeSourceInputSerializer,
+        responses={201: s.KnowledgeSourceOutputSerializer},
+        description="Mark a path of the repository as knowledge: each sync imports the Markdown notes, agent "
+        "memory files and decision records under it that changed, and deletes the items of files deleted.",
+    )
+    def post(self, request, pk: int):
+        data = validated(s.KnowledgeSourceInputSerializer, request.data)
+        source = services.knowledge_source_add(repository=_repository(request, pk), path=data["path"])
+        return Response(s.KnowledgeSourceOutputSerializer(source).data, status=status.HTTP_201_CREATED)
+
+
+class KnowledgeSourceDetailApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(operation_id="knowledge_sources_destroy", responses={204: None})
+    def delete(self, request, pk: int, source_pk: int):
+        source = get_object_or_404(_repository(request, pk).knowledge_sources, pk=source_pk)
+        services.knowledge_source_remove(source=source)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
 from knowledge.keywords import text_error
-from knowledge.models import KnowledgeItem, Snapshot
+from knowledge.models import ImportJob, KnowledgeItem, Snapshot
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -219,3 +220,48 @@ class SnapshotRestoreOutputSerializer(serializers.Serializer):
     revert = PlanPartSerializer(help_text="Items whose text goes back to the snapshot's.")
     untrash = PlanPartSerializer(help_text="Items brought back from the trash.")
     trash = PlanPartSerializer(help_text="Items moved to the trash (created after the snapshot).")
+
+
+class ImportSummarySerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Unchanged since the last import, or already held.")
+    failed = serializers.IntegerField()
+    deleted = serializers.IntegerField(help_text="Items whose source is gone (with prune only).")
+    pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
+    rows = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="The first 50 rows of each kind: file, line, title and item id; failures with their errors.",
+    )
+
+
+class ImportDryRunOutputSerializer(ImportSummarySerializer):
+    format = serializers.CharField()
+    dry_run = serializers.BooleanField()
+
+
+class ImportJobOutputSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    result = serializers.SerializerMethodField(help_text="Once done (or failed part way): the report.")
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "project",
+            "format",
+            "file_name",
+            "prune",
+            "status",
+            "done",
+            "total",
+            "result",
+            "error",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(ImportSummarySerializer(allow_null=True))
+    def get_result(self, job: ImportJob) -> dict | None:
+        return job.result or None

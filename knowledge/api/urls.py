@@ -18,5 +18,7 @@ urlpatterns = [
     path("trash/<int:pk>/restore/", views.TrashRestoreApi.as_view(), name="trash-restore"),
     path("snapshots/", views.SnapshotListCreateApi.as_view(), name="snapshots"),
     path("snapshots/<int:pk>/restore/", views.SnapshotRestoreApi.as_view(), name="snapshot-restore"),
+    path("imports/", views.ImportCreateApi.as_view(), name="imports"),
+    path("imports/<int:pk>/", views.ImportDetailApi.as_view(), name="import"),
     path("search/", views.SearchApi.as_view(), name="search"),
 ]

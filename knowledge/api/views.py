@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext_lazy as _
@@ -9,15 +7,18 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
-from contextforge.api.parsers import RawBodyParser
+from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
-from knowledge import embeddings, selectors, services
+from knowledge import embeddings, importers, selectors, services
 from knowledge.api import serializers as s
+from knowledge.importers import json_lines
+from knowledge.importers.exports import EXPORT_FORMATS, export
 from knowledge.query_syntax import understand
 from knowledge.ranking import highlights_data, search
 
@@ -344,7 +345,7 @@ class ItemImportApi(APIView):
         if not body.strip():
             raise ApplicationError(_("The import body is empty."), field="body")
         report = services.items_import(
-            records=services.parse_import_body(body),
+            records=json_lines.parse_body(body),
             default_project=default,
             projects_by_slug=writable,
             created_by=request.user,
@@ -352,20 +353,145 @@ class ItemImportApi(APIView):
         return Response(report.as_dict())
 
 
+EXPORT_FORMAT_UNKNOWN = _("Unknown export format {format!r}; one of {formats}.")
+
+
 class ItemExportApi(APIView):
     @extend_schema(
         operation_id="items_export",
-        parameters=[OpenApiParameter("project", str, description="Only this project (slug).")],
-        responses={(200, "application/x-ndjson"): OpenApiTypes.STR, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
-        description="Every item you may read, as JSON Lines that the import reads back unchanged.",
+        parameters=[
+            OpenApiParameter("project", str, description="Only this project (slug)."),
+            OpenApiParameter("tag", str, description="Only the items carrying this tag."),
+            OpenApiParameter("format", str, enum=list(EXPORT_FORMATS), description="Default: jsonl."),
+        ],
+        responses={
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.STR,
+            401: ERROR_RESPONSE,
+            403: ERROR_RESPONSE,
+        },
+        description="Every item you may read, as JSON Lines, a zip of Markdown notes with frontmatter, or "
+        "CSV: each one the import reads back into the same items.",
     )
     def get(self, request):
+        format = request.query_params.get("format") or "jsonl"
+        if format not in EXPORT_FORMATS:
+            raise ApplicationError(
+                EXPORT_FORMAT_UNKNOWN.format(format=format[:20], formats=", ".join(EXPORT_FORMATS)),
+                field="format",
+            )
         projects = projects_named(request, request.query_params.get("project"))
-        items = selectors.items_for(projects=projects).order_by("id")
-        lines = (
-            json.dumps(services.export_record(item), ensure_ascii=False) + "\n"
-            for item in items.iterator(2000)
-        )
-        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
-        response["Content-Disposition"] = 'attachment; filename="contextforge-items.jsonl"'
+        items = selectors.items_for(projects=projects, tag=request.query_params.get("tag")).order_by("id")
+        out = export(items, format)
+        response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'
         return response
+
+
+FILE_REQUIRED = _("Upload the file in the multipart field 'file', or send it as the body.")
+# A body sent without a file name is named after its content type, so that its format can be guessed.
+BODY_NAMES = {
+    "application/json": "upload.json",
+    "application/x-ndjson": "upload.jsonl",
+    "application/jsonl": "upload.jsonl",
+    "text/csv": "upload.csv",
+    "text/markdown": "upload.md",
+}
+TRUE = ("1", "true", "yes", "on")
+
+
+def _upload(request) -> tuple[str, bytes]:
+    """The name and bytes of an import's upload: a multipart ``file``, or the raw body."""
+    if isinstance(request.data, bytes):
+        if not request.data.strip():
+            raise ApplicationError(FILE_REQUIRED, field="file")
+        media_type = (request.content_type or "").split(";")[0].strip()
+        return request.query_params.get("name") or BODY_NAMES.get(media_type, "upload"), request.data
+    upload = request.data.get("file")
+    if upload is None or isinstance(upload, str):
+        raise ApplicationError(FILE_REQUIRED, field="file")
+    limit = settings.CONTEXTFORGE_MAX_IMPORT_BYTES
+    if upload.size > limit:
+        raise ApplicationError(BODY_TOO_LARGE.format(max=limit), field="file", status_code=413)
+    return upload.name, upload.read()
+
+
+def import_format(format: str | None, name: str, data: bytes) -> str:
+    """The format asked for, or the one the file's name tells; a 400 naming ``format`` otherwise."""
+    format = format or importers.guess_format(name, data)
+    if format is None:
+        raise ApplicationError(
+            importers.UNKNOWN_FORMAT.format(formats=", ".join(importers.FORMATS), file=name[:100]),
+            field="format",
+        )
+    if format not in importers.FORMATS:
+        raise ApplicationError(
+            importers.NOT_A_FORMAT.format(format=format[:20], formats=", ".join(importers.FORMATS)),
+            field="format",
+        )
+    return format
+
+
+class ImportCreateApi(APIView):
+    required_scope = "admin"
+    parser_classes = [MultiPartParser, ImportBodyParser]
+
+    @extend_schema(
+        operation_id="imports_create",
+        parameters=[
+            OpenApiParameter("project", str, description="The project (slug) to import into."),
+            OpenApiParameter(
+                "format",
+                str,
+                enum=list(importers.FORMATS),
+                description="Default: guessed from the file name.",
+            ),
+            OpenApiParameter("dry_run", bool, description="Report what would happen; write nothing."),
+            OpenApiParameter(
+                "prune", bool, description="Delete the items of this format whose source is gone."
+            ),
+            OpenApiParameter(
+                "name", str, description="The file name of a raw body (multipart uploads have one)."
+            ),
+        ],
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"file": {"type": "string", "format": "binary"}},
+                "required": ["file"],
+            },
+            "application/json": OpenApiTypes.STR,
+            "application/x-ndjson": OpenApiTypes.STR,
+        },
+        responses={200: s.ImportDryRunOutputSerializer, 202: s.ImportJobOutputSerializer, **COMMON_ERRORS},
+        description="Import a file or a zip of files in one of the formats (JSON, JSON Lines, Markdown notes, "
+        "agent memory files, ADRs, CSV, a mem0 export). With dry_run, answers what would be created, "
+        "updated, skipped and failed, writing nothing; without, queues a job (GET /imports/{id}/). "
+        "Importing the same source again updates what changed and skips the rest.",
+    )
+    def post(self, request):
+        project = request_project(request, request.query_params.get("project"), "write")
+        name, data = _upload(request)
+        format = import_format(request.query_params.get("format"), name, data)
+        prune = request.query_params.get("prune", "").lower() in TRUE
+        if request.query_params.get("dry_run", "").lower() in TRUE:
+            report = services.import_upload(
+                project=project, format=format, name=name, data=data, dry_run=True, prune=prune
+            )
+            return Response({"format": format, "dry_run": True, **report.summary()})
+        job = services.import_job_create(
+            project=project, format=format, name=name, data=data, created_by=request.user, prune=prune
+        )
+        return Response(s.ImportJobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportDetailApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="imports_retrieve", responses={200: s.ImportJobOutputSerializer, 404: ERROR_RESPONSE}
+    )
+    def get(self, request, pk: int):
+        job = selectors.import_job_get(projects=request_projects(request), pk=pk)
+        return Response(s.ImportJobOutputSerializer(job).data)

@@ -43,6 +43,8 @@ MEMORY_TOOLS = {
     "memory_restore",
     "memory_trash",
     "memory_untrash",
+    "memory_import",
+    "memory_export",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS

@@ -1,0 +1,83 @@
+"""Reading an uploaded zip: every member is checked from the central directory before a byte of any
+member is decompressed."""
+
+from __future__ import annotations
+
+import io
+import stat
+import zipfile
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+NOT_A_ZIP = _("{file}: not a zip archive.")
+TOO_MANY_FILES = _("{file}: more than {max} files.")
+TOO_LARGE = _("{file}: more than {max} MB once unpacked.")
+ESCAPES = _("{file}: the path {path!r} leaves the archive's folder.")
+SYMLINK = _("{file}: {path!r} is a symbolic link.")
+
+
+def is_zip(name: str, data: bytes) -> bool:
+    return name.lower().endswith(".zip") or data[:4] == b"PK\x03\x04"
+
+
+def _checked(archive: zipfile.ZipFile, file: str) -> list[zipfile.ZipInfo]:
+    members = archive.infolist()
+    if len(members) > settings.CONTEXTFORGE_IMPORT_MAX_FILES:
+        raise ValidationError(
+            {"file": TOO_MANY_FILES.format(file=file, max=settings.CONTEXTFORGE_IMPORT_MAX_FILES)}
+        )
+    limit = settings.CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB * 1024 * 1024
+    if sum(member.file_size for member in members) > limit:
+        raise ValidationError(
+            {"file": TOO_LARGE.format(file=file, max=settings.CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB)}
+        )
+    for member in members:
+        path = PurePosixPath(member.filename.replace("\\", "/"))
+        if path.is_absolute() or ".." in path.parts or ":" in member.filename:
+            raise ValidationError({"file": ESCAPES.format(file=file, path=member.filename)})
+        if stat.S_ISLNK(member.external_attr >> 16):
+            raise ValidationError({"file": SYMLINK.format(file=file, path=member.filename)})
+    return [m for m in members if not m.is_dir()]
+
+
+def _open(name: str, data: bytes) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ValidationError({"file": NOT_A_ZIP.format(file=name)}) from None
+
+
+def check(name: str, data: bytes) -> None:
+    """Refuse, from the zip's directory alone, what ``zip_files`` would refuse."""
+    with _open(name, data) as archive:
+        _checked(archive, name)
+
+
+def zip_files(name: str, data: bytes) -> list[tuple[str, bytes]]:
+    """(path, bytes) of each file in the zip, in archive order; a ValidationError naming the archive
+    when any member could escape its folder, is a link, or the whole would unpack too large."""
+    with _open(name, data) as archive:
+        members = _checked(archive, name)
+        # A member's declared size bounds what zipfile returns for it, so the total checked above holds.
+        return [(member.filename, archive.read(member)) for member in members if not _hidden(member.filename)]
+
+
+# Folders of tools, not of notes: a notes app's settings, a repository's database, macOS's resource forks.
+TOOL_FOLDERS = {".obsidian", ".git", ".trash", "__MACOSX"}
+
+
+def _hidden(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return any(part in TOOL_FOLDERS for part in parts[:-1]) or parts[-1].startswith("._")
+
+
+def zip_names(data: bytes) -> list[tuple[str, int]]:
+    """(path, size) of each file in a zip, read from its directory alone; empty for what is not a zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return [(m.filename, m.file_size) for m in archive.infolist() if not m.is_dir()]
+    except zipfile.BadZipFile:
+        return []

@@ -1,0 +1,90 @@
+"""Markdown notes (Obsidian, basic-memory): YAML frontmatter gives the title, tags, created/updated and
+permalink; without it the first ``# heading`` or the file name is the title; the folders become tags."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+import frontmatter
+import yaml
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
+
+from knowledge.importers.base import Record, as_tag, failure, headings, stamp
+
+BROKEN_FRONTMATTER = _("Broken YAML frontmatter: {problem}")
+FRONTMATTER_NOT_A_MAPPING = _("The frontmatter must be a mapping of names to values.")
+
+# The frontmatter block: "---" on the first line, "---" on a line of its own, then at most one blank
+# line, so that a note's body comes back exactly as the export wrote it.
+FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)(?:\r?\n)?", re.DOTALL | re.MULTILINE)
+YAML = frontmatter.YAMLHandler()
+# libyaml's parser when PyYAML was built with it: the same safe loading, many times faster per note.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def split(file: str, text: str) -> tuple[dict, str, int] | Record:
+    """(frontmatter, body, line number of the body's first line), or the failure naming the line."""
+    match = FRONTMATTER.match(text)
+    if not match:
+        return {}, text, 1
+    try:
+        meta = YAML.load(match.group(1), Loader=LOADER) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark else 1  # the mark counts from 0 inside the block after "---"
+        return failure(file, line, BROKEN_FRONTMATTER.format(problem=getattr(exc, "problem", None) or exc))
+    if not isinstance(meta, dict):
+        return failure(file, 2, FRONTMATTER_NOT_A_MAPPING)
+    return meta, text[match.end() :], match.group(0).count("\n") + 1
+
+
+def folder_tags(path: str, root: str = "") -> list[str]:
+    """The folders of ``path`` below ``root`` (the folder a zip holds everything in): ``notes/auth/x.md``
+    under ``notes`` is tagged ``auth``."""
+    folders = PurePosixPath(path).parts[:-1]
+    if root and folders[:1] == (root,):
+        folders = folders[1:]
+    return [as_tag(folder) for folder in folders if as_tag(folder)]
+
+
+def parse(file: str, text: str, root: str = "") -> list[Record]:
+    parts = split(file, text)
+    if isinstance(parts, Record):
+        return [parts]
+    meta, body, _line = parts
+    title = meta.get("title")
+    if title is None:
+        first = next((heading for _i, level, heading in headings(body) if level == 1), None)
+        title = first or PurePosixPath(file).stem
+    tags = meta.get("tags") or []
+    if isinstance(tags, str):
+        tags = [t for t in re.split(r"[,\s]+", tags) if t]
+    if isinstance(tags, list):
+        tags = [*tags, *(t for t in folder_tags(file, root) if t not in tags)]
+    value = {
+        "title": str(title) if isinstance(title, int | float) else title,
+        "content": body,
+        "tags": tags,
+        "created_at": stamp(meta.get("created")),
+        "updated_at": stamp(meta.get("updated")),
+    }
+    key = str(meta.get("permalink") or file)
+    return [Record(1, value, file, key)]
+
+
+def file_name(item) -> str:
+    return f"{slugify(item.title)[:80] or 'item'}-{item.pk}.md"
+
+
+def render(item) -> str:
+    """An item as a note with frontmatter that ``parse`` reads back into the same item."""
+    meta = {
+        "title": item.title,
+        "tags": list(item.tags),
+        "created": item.created_at.isoformat(),
+        "updated": item.updated_at.isoformat(),
+        "permalink": file_name(item)[:-3],
+    }
+    return f"---\n{YAML.export(meta)}\n---\n\n{item.content}"

@@ -1,0 +1,44 @@
+"""The Import page in a real browser, with a real worker: upload → dry run → confirm → progress → result."""
+
+from __future__ import annotations
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from contextforge.celery import app as celery_app
+from knowledge.models import KnowledgeItem
+from tests.e2e.conftest import sign_in
+from tests.knowledge.test_importers import CLAUDE_MD
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def test_upload_a_claude_md_see_the_dry_run_confirm_and_follow_the_job_to_its_items(
+    cast, live_server, page, celery_broker
+):
+    sign_in(page, live_server, "owner")
+    page.click("header nav a:has-text('Import')")
+    page.set_input_files(
+        "#id_file", files=[{"name": "CLAUDE.md", "mimeType": "text/markdown", "buffer": CLAUDE_MD.encode()}]
+    )
+    page.click("#import-form button[type=submit]")
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "(agent-memory)" in preview.inner_text()
+    assert page.inner_text("#preview-counts tbody td:first-child") == "3"
+    assert "CLAUDE.md — Build" in preview.inner_text()
+    assert not KnowledgeItem.objects.exists()
+
+    page.click("#preview button:has-text('Confirm the import')")
+    page.wait_for_url(f"{live_server.url}/dashboard/import/*/")
+    assert page.locator("#import-status[data-status='queued'] ").count() == 1  # no worker yet
+    assert page.locator("#progress progress").count() == 1
+    url = page.url
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        # htmx polls the progress partial until the worker is done: the page is never reloaded.
+        page.locator("#import-status[data-status='done']").wait_for(timeout=60_000)
+    assert page.url == url
+    assert page.inner_text("#result-counts tbody td:first-child") == "3"
+    page.click("#progress a:has-text('CLAUDE.md — Tests')")
+    page.wait_for_selector("h1:has-text('CLAUDE.md — Tests')")
+    assert "agent-memory" in page.inner_text("article")

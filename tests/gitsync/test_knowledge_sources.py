@@ -1,0 +1,133 @@
+"""Knowledge that lives in the repository stays in sync: each sync imports what changed under the marked
+paths, updates the items of changed files and deletes those of deleted files and sections."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from gitsync import services
+from knowledge.models import ItemSource, KnowledgeItem
+
+pytestmark = pytest.mark.django_db
+
+CLAUDE = "# App\n\n## Build\n\nRun make.\n\n## Style\n\nBlack, 110 columns.\n"
+ADR_1 = "# 1. Use Django\n\n## Status\n\nAccepted\n\nBecause.\n"
+ADR_2 = "# 2. Use Celery\n\n## Status\n\nProposed\n\nQueues.\n"
+
+
+def titles(project) -> list[str]:
+    return sorted(KnowledgeItem.objects.filter(project=project).values_list("title", flat=True))
+
+
+def test_a_sync_imports_changes_updates_and_deletes_items_of_the_marked_paths(cast, source):
+    source.commit(
+        "Docs", {"CLAUDE.md": CLAUDE, "docs/adr/0001-django.md": ADR_1, "docs/guide.md": "# Guide\n"}
+    )
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.knowledge_source_add(repository=repository, path="CLAUDE.md")
+    services.knowledge_source_add(repository=repository, path="docs/adr/")
+
+    first = services.repository_sync(repository=repository)
+    assert first.status == "synced", first.message
+    assert first.knowledge["created"] == 3
+    assert titles(cast.project) == ["1. Use Django", "CLAUDE.md — Build", "CLAUDE.md — Style"]
+    head = first.head
+    assert set(ItemSource.objects.values_list("ref", flat=True)) == {
+        f"CLAUDE.md@{head}",
+        f"docs/adr/0001-django.md@{head}",
+    }
+    assert KnowledgeItem.objects.get(title="1. Use Django").tags == ["adr", "accepted"]
+
+    build = KnowledgeItem.objects.get(title="CLAUDE.md — Build")
+    source.commit(
+        "Build changes",
+        {
+            "CLAUDE.md": CLAUDE.replace("Run make.", "Run make all.").replace(
+                "## Style\n\nBlack, 110 columns.\n", ""
+            )
+        },
+    )
+    source.commit("ADR 2", {"docs/adr/0002-celery.md": ADR_2})
+    source.delete("docs/adr/0001-django.md")
+    second = services.repository_sync(repository=repository)
+    assert second.status == "synced", second.message
+    assert (second.knowledge["created"], second.knowledge["updated"], second.knowledge["deleted"]) == (
+        1,
+        1,
+        2,
+    )
+    assert titles(cast.project) == ["2. Use Celery", "CLAUDE.md — Build"]
+    build.refresh_from_db()
+    assert "Run make all." in build.content and build.source.ref == f"CLAUDE.md@{second.head}"
+
+    third = services.repository_sync(repository=repository)
+    assert third.knowledge == {"created": 0, "updated": 0, "skipped": 0, "failed": 0, "deleted": 0}
+
+
+def test_a_file_that_cannot_be_read_keeps_its_items_until_it_can(cast, source):
+    source.commit("Notes", {"notes/a.md": "---\ntitle: A\n---\n\nFine.\n"})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.knowledge_source_add(repository=repository, path="notes/")
+    services.repository_sync(repository=repository)
+    source.commit("Break", {"notes/a.md": "---\ntitle: [A\n---\n\nBroken.\n"})
+    report = services.repository_sync(repository=repository)
+    assert report.knowledge["failed"] == 1 and report.knowledge["deleted"] == 0
+    assert titles(cast.project) == ["A"]
+
+
+def test_a_source_path_must_stay_inside_the_repository(cast, source):
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    for bad in ("", "../etc/", "docs/../../x"):
+        with pytest.raises(ValidationError):
+            services.knowledge_source_add(repository=repository, path=bad)
+    services.knowledge_source_add(repository=repository, path="/docs/adr/")
+    with pytest.raises(ValidationError):
+        services.knowledge_source_add(repository=repository, path="docs/adr/")
+
+
+def test_project_admins_mark_and_unmark_knowledge_sources_through_the_api(cast, source):
+    from tests.conftest import api_client_for
+
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    url = f"/api/v1/repositories/{repository.pk}/knowledge-sources/"
+    owner = api_client_for(cast.owner)
+    created = owner.post(url, {"path": "docs/adr/"}, format="json")
+    assert created.status_code == 201, created.content
+    assert owner.get(url).json() == [created.json()]
+    assert owner.post(url, {"path": "../x"}, format="json").json()["path"]
+    assert api_client_for(cast.member).post(url, {"path": "CLAUDE.md"}, format="json").status_code == 403
+    assert api_client_for(cast.outsider).get(url).status_code == 404
+    assert owner.delete(f"{url}{created.json()['id']}/").status_code == 204
+    assert owner.get(url).json() == []
+
+
+def test_an_item_from_the_repository_shows_its_path_at_sha(client, cast, source):
+    source.commit("Docs", {"CLAUDE.md": CLAUDE})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.knowledge_source_add(repository=repository, path="CLAUDE.md")
+    head = services.repository_sync(repository=repository).head
+    client.force_login(cast.viewer)
+    item = KnowledgeItem.objects.get(title="CLAUDE.md — Build")
+    page = client.get(f"/dashboard/items/{item.pk}/")
+    assert f"<code>CLAUDE.md@{head}</code>".encode() in page.content
+
+
+def test_the_import_page_offers_a_synced_repository_file_and_previews_it(client, cast, source):
+    source.commit("Docs", {"AGENTS.md": CLAUDE, "src/app.py": "x = 1\n"})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    client.force_login(cast.owner)
+    page = client.get("/dashboard/import/")
+    choices = dict(page.context["form"].fields["repository_file"].choices)
+    assert (
+        choices.get(f"{repository.pk}:AGENTS.md") == "app: AGENTS.md"
+        and f"{repository.pk}:src/app.py" not in choices
+    )
+    preview = client.post(
+        "/dashboard/import/", {"project": cast.project.pk, "repository_file": f"{repository.pk}:AGENTS.md"}
+    )
+    assert preview.context["preview"]["created"] == 2, preview.context["form"].errors
+    assert preview.context["job"].format == "agent-memory"
+    empty = client.post("/dashboard/import/", {"project": cast.project.pk})
+    assert empty.context["form"].errors["file"]
