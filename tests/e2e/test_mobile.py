@@ -55,6 +55,14 @@ def test_no_main_page_scrolls_sideways_at_390_pixels(cast, live_server, phone):
         "/dashboard/help/ranking",
         "/dashboard/help/agents",
         "/dashboard/items/999999/",
+        "/dashboard/trash/",
+        "/dashboard/activity/",
+        "/dashboard/snapshots/",
+        "/dashboard/import/",
+        "/dashboard/export/",
+        "/dashboard/projects/",
+        f"/dashboard/projects/{cast.project.slug}/",
+        f"/dashboard/projects/{cast.project.slug}/members/",
     ]
     overflowing = {}
     for path in pages:
