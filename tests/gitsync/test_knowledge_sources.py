@@ -17,7 +17,12 @@ ADR_2 = "# 2. Use Celery\n\n## Status\n\nProposed\n\nQueues.\n"
 
 
 def titles(project) -> list[str]:
-    return sorted(KnowledgeItem.objects.filter(project=project).values_list("title", flat=True))
+    """The titles of the project's items in memory (a deleted file's items go to the trash)."""
+    return sorted(KnowledgeItem.objects.filter(project=project).alive().values_list("title", flat=True))
+
+
+def trashed_titles(project) -> list[str]:
+    return sorted(KnowledgeItem.objects.filter(project=project).trashed().values_list("title", flat=True))
 
 
 def test_a_sync_imports_changes_updates_and_deletes_items_of_the_marked_paths(cast, source):
@@ -58,6 +63,7 @@ def test_a_sync_imports_changes_updates_and_deletes_items_of_the_marked_paths(ca
         2,
     )
     assert titles(cast.project) == ["2. Use Celery", "CLAUDE.md — Build"]
+    assert trashed_titles(cast.project) == ["1. Use Django", "CLAUDE.md — Style"]
     build.refresh_from_db()
     assert "Run make all." in build.content and build.source.ref == f"CLAUDE.md@{second.head}"
 
