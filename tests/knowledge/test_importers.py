@@ -170,7 +170,8 @@ def test_items_whose_source_is_gone_stay_unless_prune_is_asked(cast):
     dry = run(cast.project, "markdown", "vault.zip", zipped(fewer), prune=True, dry_run=True)
     assert dry.deleted == 1 and KnowledgeItem.objects.count() == 3
     pruned = run(cast.project, "markdown", "vault.zip", zipped(fewer), prune=True)
-    assert pruned.deleted == 1 and not KnowledgeItem.objects.filter(title="plain note").exists()
+    assert pruned.deleted == 1 and not KnowledgeItem.objects.filter(title="plain note").alive().exists()
+    assert KnowledgeItem.objects.filter(title="plain note").trashed().exists()  # deleted: to the trash
 
 
 def test_a_dry_run_counts_and_lists_rows_without_writing(cast):
