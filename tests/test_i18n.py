@@ -179,7 +179,8 @@ def test_the_committed_mo_holds_exactly_the_translations_of_the_po():
 
 
 class _Text(HTMLParser):
-    """The words a reader sees: text outside scripts and styles, and titles, placeholders, labels."""
+    """The words a reader sees: text outside scripts, styles and code (a command, a parameter name or a
+    file path is the same in every language), and titles, placeholders, labels."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -187,14 +188,14 @@ class _Text(HTMLParser):
         self._skip = 0
 
     def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style"):
+        if tag in ("script", "style", "code"):
             self._skip += 1
         self.chunks += [
             value for name, value in attrs if name in ("title", "placeholder", "aria-label") and value
         ]
 
     def handle_endtag(self, tag):
-        if tag in ("script", "style") and self._skip:
+        if tag in ("script", "style", "code") and self._skip:
             self._skip -= 1
 
     def handle_data(self, data):
