@@ -43,6 +43,10 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def kept(self, keep: np.ndarray) -> Candidates:
+        """The rows that ``keep`` (a bool per row) marks, in their order."""
+        return Candidates(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
+
 
 def objects(values) -> np.ndarray:
     """A one-dimensional array of ``values`` as they are (np.array would make lists of one length a 2-D array)."""

@@ -162,6 +162,10 @@ def _projects(projects) -> dict[int, Project]:
 # searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
+# Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
+# before the product; past it the stream's chunks are checked against the filter instead (_matching),
+# one query per chunk read, and most searches read one chunk.
+MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
 
@@ -248,6 +252,22 @@ def _exact_stream(
             fresh = [row for row in batch if row[0] not in seen]
             if fresh:
                 yield chunk(fresh), rest
+
+
+def _matching(stream, candidates_qs) -> Iterator[tuple[Candidates, float | None]]:
+    """The chunks of the in-memory ``stream`` less the rows that ``candidates_qs`` (the filtered
+    candidates) leaves out, each asked of PostgreSQL by id. A chunk keeps its bound: the rows dropped
+    are this chunk's, and no later row's cosine was above the bound before or is now."""
+    # Raw SQL: `id = ANY(%s)` sends a chunk's ids as one array value, where `id__in` writes a
+    # placeholder per id.
+    sql, params = candidates_qs.order_by().values_list("id").query.sql_with_params()
+    with closing(stream), connection.cursor() as cursor:
+        for chunk, rest in stream:
+            cursor.execute(
+                f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, chunk.ids.tolist()]
+            )
+            found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
+            yield chunk.kept(np.isin(chunk.ids, found)), rest
 
 
 @dataclass
@@ -358,13 +378,15 @@ def search(
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )
-    # The copy holds every searchable row: a narrowing filter keeps those PostgreSQL finds (an index
-    # read), their ids in one array (one value to parse, not a row per item).
-    only = (
-        np.array(candidates.order_by().aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
-        if strategy == MATRIX and filters.narrows
-        else None
-    )
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of
+    # (their ids in one array: one value to parse, not a row per item) masks the copy before its
+    # product; one that matches more (it may take a scan of every row to find them all, as `-TODO`
+    # does) is asked only of the rows the stream hands over (_matching).
+    only = None
+    if strategy == MATRIX and filters.narrows:
+        first = candidates.order_by().values("id")[: MASKED_MAX + 1]
+        only = np.array(first.aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
+        only = only if len(only) <= MASKED_MAX else None
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -375,6 +397,8 @@ def search(
             stream = _exact_stream(candidates, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
+            if filters.narrows and only is None:
+                stream = _matching(stream, candidates)
         read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}

@@ -136,6 +136,42 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("redis caching decision", "-TODO"),
+        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+    ],
+)
+def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
+    memory_of_many_ages, query, text, masked_max, monkeypatch, settings
+):
+    import importlib
+
+    from knowledge.ranking import forget_caches, matrix
+
+    search_module = importlib.import_module("knowledge.ranking.search")
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 3)
+    monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
+    checked = []
+    real_matching = search_module._matching
+    monkeypatch.setattr(
+        search_module, "_matching", lambda stream, qs: checked.append(text) or real_matching(stream, qs)
+    )
+    forget_caches()
+    project, now = memory_of_many_ages.project, timezone.now()
+    for limit in (1, 10, 25):
+        result = search(projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,)))
+        expected = brute_force(project, query, limit, now, text=text)
+        assert result.strategy == "matrix"
+        assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
+        assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
+    assert bool(checked) == (masked_max == 0)
+    forget_caches()
+
+
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
     from knowledge.ranking import forget_caches
 
