@@ -43,9 +43,9 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def kept(self, keep: np.ndarray) -> Candidates:
-        """The rows that ``keep`` (a bool per row) marks, in their order."""
-        return Candidates(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
+    def kept(self, rows: np.ndarray) -> Candidates:
+        """The rows ``rows`` (positions, or a bool per row) picks, in its order."""
+        return Candidates(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
 
 
 def objects(values) -> np.ndarray:

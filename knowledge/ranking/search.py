@@ -254,20 +254,29 @@ def _exact_stream(
                 yield chunk(fresh), rest
 
 
-def _matching(stream, candidates_qs) -> Iterator[tuple[Candidates, float | None]]:
-    """The chunks of the in-memory ``stream`` less the rows that ``candidates_qs`` (the filtered
-    candidates) leaves out, each asked of PostgreSQL by id. A chunk keeps its bound: the rows dropped
-    are this chunk's, and no later row's cosine was above the bound before or is now."""
-    # Raw SQL: `id = ANY(%s)` sends a chunk's ids as one array value, where `id__in` writes a
+def _matching(stream, candidates_qs, limit: int) -> Iterator[tuple[Candidates, float | None]]:
+    """The rows of the in-memory ``stream`` that ``candidates_qs`` (the filtered candidates) holds, each
+    chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the exact stream's
+    first statement reads, then twice as many each time. A part's bound is the next row's cosine (the
+    chunk's own bound after its last part): no row after it, kept or dropped, has a higher one."""
+    # Raw SQL: `id = ANY(%s)` sends a part's ids as one array value, where `id__in` writes a
     # placeholder per id.
     sql, params = candidates_qs.order_by().values_list("id").query.sql_with_params()
+    size = max(FIRST_EXACT_ROWS, 4 * limit)
     with closing(stream), connection.cursor() as cursor:
         for chunk, rest in stream:
-            cursor.execute(
-                f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, chunk.ids.tolist()]
-            )
-            found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
-            yield chunk.kept(np.isin(chunk.ids, found)), rest
+            order = np.argsort(-chunk.cosines, kind="stable")
+            start = 0
+            while start < len(order):
+                rows, start = order[start : start + size], start + size
+                part = chunk.kept(rows)
+                cursor.execute(
+                    f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, part.ids.tolist()]
+                )
+                found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
+                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
+                yield part.kept(np.isin(part.ids, found)), bound
+                size *= 2
 
 
 @dataclass
@@ -398,7 +407,7 @@ def search(
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
             if filters.narrows and only is None:
-                stream = _matching(stream, candidates)
+                stream = _matching(stream, candidates, limit)
         read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}

@@ -153,13 +153,21 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
 
     search_module = importlib.import_module("knowledge.ranking.search")
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    monkeypatch.setattr(matrix, "FIRST_CHUNK", 3)
+    # Chunks larger than the parts checked of them (four times the limit): whether the next part is read
+    # rests on each part's bound.
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
+    monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 1)
     monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
-    checked = []
     real_matching = search_module._matching
-    monkeypatch.setattr(
-        search_module, "_matching", lambda stream, qs: checked.append(text) or real_matching(stream, qs)
-    )
+    checked = []  # per search: each part the checked stream handed over, and its bound
+
+    def matching(stream, candidates_qs, limit):
+        checked.append([])
+        for part, bound in real_matching(stream, candidates_qs, limit):
+            checked[-1].append((part, bound))
+            yield part, bound
+
+    monkeypatch.setattr(search_module, "_matching", matching)
     forget_caches()
     project, now = memory_of_many_ages.project, timezone.now()
     for limit in (1, 10, 25):
@@ -169,6 +177,13 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
         assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
         assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
     assert bool(checked) == (masked_max == 0)
+    matching_ids = set(project.items.matching([text]).values_list("pk", flat=True))
+    for parts in checked:
+        for n, (part, bound) in enumerate(parts):
+            assert set(part.ids.tolist()) <= matching_ids
+            later = [float(p.cosines.max()) for p, _ in parts[n + 1 :] if len(p)]
+            assert bound is not None or not later
+            assert all(cosine <= bound + 1e-9 for cosine in later), n
     forget_caches()
 
 
