@@ -24,7 +24,6 @@ from itertools import islice
 
 import numpy as np
 from django.conf import settings
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
@@ -254,14 +253,22 @@ def _exact_stream(
                 yield chunk(fresh), rest
 
 
-def _matching(stream, candidates_qs, limit: int) -> Iterator[tuple[Candidates, float | None]]:
-    """The rows of the in-memory ``stream`` that ``candidates_qs`` (the filtered candidates) holds, each
-    chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the exact stream's
-    first statement reads, then twice as many each time. A part's bound is the next row's cosine (the
-    chunk's own bound after its last part): no row after it, kept or dropped, has a higher one."""
-    # Raw SQL: `id = ANY(%s)` sends a part's ids as one array value, where `id__in` writes a
-    # placeholder per id.
-    sql, params = candidates_qs.order_by().values_list("id").query.sql_with_params()
+def _matching_ids(matching: tuple[str, list], *, limit: int) -> np.ndarray:
+    """Up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids query), in one
+    array (one value to parse, not a row per item)."""
+    sql, params = matching
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", [*params, limit])
+        return np.array(cursor.fetchone()[0], dtype=np.int64)
+
+
+def _matching(stream, matching: tuple[str, list], limit: int) -> Iterator[tuple[Candidates, float | None]]:
+    """The rows of the in-memory ``stream`` that the filtered candidates ``matching`` (their compiled ids
+    query) hold, each chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the
+    exact stream's first statement reads, then twice as many each time. A part's bound is the next
+    row's cosine (the chunk's own bound after its last part): no row after it, kept or dropped, has a
+    higher one."""
+    sql, params = matching
     size = max(FIRST_EXACT_ROWS, 4 * limit)
     with closing(stream), connection.cursor() as cursor:
         for chunk, rest in stream:
@@ -387,14 +394,15 @@ def search(
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )
-    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of
-    # (their ids in one array: one value to parse, not a row per item) masks the copy before its
-    # product; one that matches more (it may take a scan of every row to find them all, as `-TODO`
-    # does) is asked only of the rows the stream hands over (_matching).
-    only = None
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
+    # the copy before its product; one that matches more (it may take a scan of every row to find them
+    # all, as `-TODO` does) is asked only of the rows the stream hands over (_matching).
+    # Raw SQL: the ids query is compiled once for both reads, which select from it (`id = ANY(%s)`
+    # sends a part's ids as one array value, where `id__in` writes a placeholder per id).
+    only = matching = None
     if strategy == MATRIX and filters.narrows:
-        first = candidates.order_by().values("id")[: MASKED_MAX + 1]
-        only = np.array(first.aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
+        matching = candidates.order_by().values_list("id").query.sql_with_params()
+        only = _matching_ids(matching, limit=MASKED_MAX + 1)
         only = only if len(only) <= MASKED_MAX else None
 
     embed_started = time.perf_counter()
@@ -406,8 +414,8 @@ def search(
             stream = _exact_stream(candidates, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
-            if filters.narrows and only is None:
-                stream = _matching(stream, candidates, limit)
+            if matching and only is None:
+                stream = _matching(stream, matching, limit)
         read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}

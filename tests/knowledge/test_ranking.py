@@ -161,9 +161,9 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
     real_matching = search_module._matching
     checked = []  # per search: each part the checked stream handed over, and its bound
 
-    def matching(stream, candidates_qs, limit):
+    def matching(stream, matching_ids, limit):
         checked.append([])
-        for part, bound in real_matching(stream, candidates_qs, limit):
+        for part, bound in real_matching(stream, matching_ids, limit):
             checked[-1].append((part, bound))
             yield part, bound
 
