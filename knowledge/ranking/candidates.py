@@ -43,6 +43,10 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def kept(self, rows: np.ndarray) -> Candidates:
+        """The rows ``rows`` (positions, or a bool per row) picks, in its order."""
+        return Candidates(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
 
 def objects(values) -> np.ndarray:
     """A one-dimensional array of ``values`` as they are (np.array would make lists of one length a 2-D array)."""

@@ -24,7 +24,6 @@ from itertools import islice
 
 import numpy as np
 from django.conf import settings
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
@@ -162,6 +161,10 @@ def _projects(projects) -> dict[int, Project]:
 # searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
+# Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
+# before the product; past it the stream's chunks are checked against the filter instead (_matching),
+# one query per chunk read, and most searches read one chunk.
+MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
 
@@ -248,6 +251,39 @@ def _exact_stream(
             fresh = [row for row in batch if row[0] not in seen]
             if fresh:
                 yield chunk(fresh), rest
+
+
+def _matching_ids(matching: tuple[str, list], *, limit: int) -> np.ndarray:
+    """Up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids query), in one
+    array (one value to parse, not a row per item)."""
+    sql, params = matching
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", [*params, limit])
+        return np.array(cursor.fetchone()[0], dtype=np.int64)
+
+
+def _matching(stream, matching: tuple[str, list], limit: int) -> Iterator[tuple[Candidates, float | None]]:
+    """The rows of the in-memory ``stream`` that the filtered candidates ``matching`` (their compiled ids
+    query) hold, each chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the
+    exact stream's first statement reads, then twice as many each time. A part's bound is the next
+    row's cosine (the chunk's own bound after its last part): no row after it, kept or dropped, has a
+    higher one."""
+    sql, params = matching
+    size = max(FIRST_EXACT_ROWS, 4 * limit)
+    with closing(stream), connection.cursor() as cursor:
+        for chunk, rest in stream:
+            order = np.argsort(-chunk.cosines, kind="stable")
+            start = 0
+            while start < len(order):
+                rows, start = order[start : start + size], start + size
+                part = chunk.kept(rows)
+                cursor.execute(
+                    f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, part.ids.tolist()]
+                )
+                found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
+                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
+                yield part.kept(np.isin(part.ids, found)), bound
+                size *= 2
 
 
 @dataclass
@@ -358,13 +394,16 @@ def search(
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )
-    # The copy holds every searchable row: a narrowing filter keeps those PostgreSQL finds (an index
-    # read), their ids in one array (one value to parse, not a row per item).
-    only = (
-        np.array(candidates.order_by().aggregate(ids=ArrayAgg("id", default=[]))["ids"], dtype=np.int64)
-        if strategy == MATRIX and filters.narrows
-        else None
-    )
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
+    # the copy before its product; one that matches more (it may take a scan of every row to find them
+    # all, as `-TODO` does) is asked only of the rows the stream hands over (_matching).
+    # Raw SQL: the ids query is compiled once for both reads, which select from it (`id = ANY(%s)`
+    # sends a part's ids as one array value, where `id__in` writes a placeholder per id).
+    only = matching = None
+    if strategy == MATRIX and filters.narrows:
+        matching = candidates.order_by().values_list("id").query.sql_with_params()
+        only = _matching_ids(matching, limit=MASKED_MAX + 1)
+        only = only if len(only) <= MASKED_MAX else None
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -375,6 +414,8 @@ def search(
             stream = _exact_stream(candidates, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
+            if matching and only is None:
+                stream = _matching(stream, matching, limit)
         read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
         if read is None:
             ranked, items = [], {}

@@ -136,6 +136,57 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("redis caching decision", "-TODO"),
+        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+    ],
+)
+def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
+    memory_of_many_ages, query, text, masked_max, monkeypatch, settings
+):
+    import importlib
+
+    from knowledge.ranking import forget_caches, matrix
+
+    search_module = importlib.import_module("knowledge.ranking.search")
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    # Chunks larger than the parts checked of them (four times the limit): whether the next part is read
+    # rests on each part's bound.
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
+    monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 1)
+    monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
+    real_matching = search_module._matching
+    checked = []  # per search: each part the checked stream handed over, and its bound
+
+    def matching(stream, matching_ids, limit):
+        checked.append([])
+        for part, bound in real_matching(stream, matching_ids, limit):
+            checked[-1].append((part, bound))
+            yield part, bound
+
+    monkeypatch.setattr(search_module, "_matching", matching)
+    forget_caches()
+    project, now = memory_of_many_ages.project, timezone.now()
+    for limit in (1, 10, 25):
+        result = search(projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,)))
+        expected = brute_force(project, query, limit, now, text=text)
+        assert result.strategy == "matrix"
+        assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
+        assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
+    assert bool(checked) == (masked_max == 0)
+    matching_ids = set(project.items.matching([text]).values_list("pk", flat=True))
+    for parts in checked:
+        for n, (part, bound) in enumerate(parts):
+            assert set(part.ids.tolist()) <= matching_ids
+            later = [float(p.cosines.max()) for p, _ in parts[n + 1 :] if len(p)]
+            assert bound is not None or not later
+            assert all(cosine <= bound + 1e-9 for cosine in later), n
+    forget_caches()
+
+
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
     from knowledge.ranking import forget_caches
 
