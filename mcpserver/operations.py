@@ -322,7 +322,7 @@ def memory_untrash(caller: Caller, *, id: int) -> Outcome:
     item = selectors.trashed_item_get(projects=readable_projects(caller), pk=id)
     ensure_may_write(caller, item.project)
     services.item_untrash(item=item)
-    data = versioned_item_data(selectors.item_get(projects=readable_projects(caller), pk=id))
+    data = versioned_item_data(item)
     return Outcome(data=data, text=_item_text(data, verb="Brought back"))
 
 

@@ -194,7 +194,7 @@ class TrashRestoreApi(APIView):
         item = selectors.trashed_item_get(projects=request_projects(request), pk=pk)
         ensure_may(request, item.project, "write")
         services.item_untrash(item=item)
-        return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
+        return item_response(item)
 
 
 class TrashPurgeApi(APIView):

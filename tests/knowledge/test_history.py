@@ -176,7 +176,9 @@ def test_a_deleted_item_leaves_search_lists_and_export_and_comes_back_as_it_was(
     assert owner_api.get(f"/api/v1/items/{item.pk}/").status_code == 404
     assert [row["id"] for row in owner_api.get("/api/v1/trash/").json()["results"]] == [item.pk]
 
-    assert owner_api.post(f"/api/v1/trash/{item.pk}/restore/").status_code == 200
+    restored = owner_api.post(f"/api/v1/trash/{item.pk}/restore/")
+    assert restored.status_code == 200 and restored.json()["id"] == item.pk
+    assert restored["ETag"] == f'"{versions(item)[-1].pk}"'
     after = KnowledgeItem.objects.get(pk=item.pk)
     assert (after.title, after.content, after.created_at, after.updated_at) == (
         before.title,
