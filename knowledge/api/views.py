@@ -39,6 +39,14 @@ IF_MATCH = OpenApiParameter(
 )
 
 
+TRUE = ("1", "true", "yes", "on")
+
+
+def flag(request, name: str) -> bool:
+    """Whether the query parameter ``name`` is set (1, true, yes or on)."""
+    return request.query_params.get(name, "").lower() in TRUE
+
+
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
     """The item, with its current version as its ETag."""
     version = services.item_version(item_id=item.pk)
@@ -249,7 +257,7 @@ class SnapshotRestoreApi(APIView):
     )
     def post(self, request, pk: int):
         snapshot = selectors.snapshot_get(projects=request_projects(request), pk=pk)
-        dry_run = request.query_params.get("dry_run", "") not in ("", "0", "false")
+        dry_run = flag(request, "dry_run")
         if dry_run:
             plan = services.snapshot_plan(snapshot=snapshot)
         else:
@@ -398,7 +406,6 @@ BODY_NAMES = {
     "text/csv": "upload.csv",
     "text/markdown": "upload.md",
 }
-TRUE = ("1", "true", "yes", "on")
 
 
 def _upload(request) -> tuple[str, bytes]:
@@ -474,8 +481,8 @@ class ImportCreateApi(APIView):
         project = request_project(request, request.query_params.get("project"), "write")
         name, data = _upload(request)
         format = import_format(request.query_params.get("format"), name, data)
-        prune = request.query_params.get("prune", "").lower() in TRUE
-        if request.query_params.get("dry_run", "").lower() in TRUE:
+        prune = flag(request, "prune")
+        if flag(request, "dry_run"):
             report = services.import_upload(
                 project=project, format=format, name=name, data=data, dry_run=True, prune=prune
             )
