@@ -358,7 +358,10 @@ def snapshot_plan(*, snapshot: Snapshot) -> SnapshotPlan:
     """What ``snapshot_restore`` would do now. An item purged since the snapshot cannot come back."""
     targets = {v.pgh_obj_id: v for v in ItemVersion.objects.filter(pk__in=snapshot.versions)}
     plan = SnapshotPlan(targets=targets)
-    for item in KnowledgeItem.objects.filter(project=snapshot.project).defer("embedding").order_by("id"):
+    items = KnowledgeItem.objects.filter(project=snapshot.project).only(
+        "title", "content", "tags", "deleted_at"
+    )
+    for item in items.order_by("id"):
         target = targets.get(item.pk)
         in_trash = item.deleted_at is not None
         if target is None or target.deleted_at is not None:
@@ -378,7 +381,8 @@ def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
     with transaction.atomic(), history_context(snapshot=snapshot.pk):
         Project.objects.select_for_update().filter(pk=snapshot.project_id).first()  # one restore at a time
         plan = snapshot_plan(snapshot=snapshot)
-        items = KnowledgeItem.objects.in_bulk([*plan.revert, *plan.untrash, *plan.trash])
+        # The services below read an item's id alone (item_update locks and reads the row itself).
+        items = KnowledgeItem.objects.only("pk").in_bulk([*plan.revert, *plan.untrash, *plan.trash])
         for pk in plan.untrash:
             item_untrash(item=items[pk])
         for pk in plan.revert:
