@@ -23,10 +23,9 @@ def test_edit_twice_restore_the_first_version_and_find_it_through_search(cast, l
     versions = page.locator("ol.history > li")
     assert versions.count() == 3
     assert "Nomad" in versions.nth(0).locator("pre.diff .add").inner_text()
+    assert "Ansible" in versions.nth(1).locator("pre.diff .remove").inner_text()
     first = versions.nth(2)
-    assert (
-        "Ansible" not in first.locator("pre.diff").inner_text() if first.locator("pre.diff").count() else True
-    )
+    assert first.locator("pre.diff").count() == 0  # nothing before it to differ from
     first.locator("button:has-text('Restore')").click()
     page.wait_for_selector("div.content:has-text('Ansible playbooks')")
     assert page.locator("ol.history > li").count() == 4
