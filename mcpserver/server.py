@@ -27,7 +27,13 @@ from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_REQUIRED
 from contextforge.history import MCP, history_context
 from knowledge import embeddings
-from knowledge.api.serializers import KEYWORD_TEXT_HELP, LIVE_REFERENCES_HELP, UNRESOLVED_REFERENCES_HELP
+from knowledge.api.serializers import (
+    ACTION_HELP,
+    CHANNEL_HELP,
+    KEYWORD_TEXT_HELP,
+    LIVE_REFERENCES_HELP,
+    UNRESOLVED_REFERENCES_HELP,
+)
 from knowledge.importers import FORMATS
 from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import TEST_TAG
@@ -166,10 +172,10 @@ class Version(BaseModel):
     content: str
     tags: list[str]
     recorded_at: str
-    action: str = Field(description="create, update, delete, restore, to_tasks, to_memory or import.")
+    action: str = Field(description=ACTION_HELP)
     user: str | None
     key: str | None = Field(description="The API key's name, if one was used.")
-    channel: str | None = Field(description="dashboard, api, mcp, import or admin.")
+    channel: str | None = Field(description=CHANNEL_HELP)
     in_trash: bool
 
 

@@ -6,8 +6,9 @@ from rest_framework import serializers
 
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
+from contextforge.history import CHANNELS
 from knowledge.keywords import text_error
-from knowledge.models import ImportJob, KnowledgeItem, Snapshot
+from knowledge.models import Action, ImportJob, KnowledgeItem, Snapshot
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -165,6 +166,10 @@ class TrashedItemOutputSerializer(ItemOutputSerializer):
         read_only_fields = fields
 
 
+ACTION_HELP = f"{', '.join(Action.values[:-1])} or {Action.values[-1]}."
+CHANNEL_HELP = f"{', '.join(CHANNELS[:-1])} or {CHANNELS[-1]}."
+
+
 class VersionOutputSerializer(serializers.Serializer):
     version = serializers.IntegerField(source="pgh_id", help_text="The version number (an item's ETag).")
     item = serializers.IntegerField(source="pgh_obj_id")
@@ -172,12 +177,10 @@ class VersionOutputSerializer(serializers.Serializer):
     content = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     recorded_at = serializers.DateTimeField(source="pgh_created_at")
-    action = serializers.CharField(
-        help_text="create, update, delete, restore, to_tasks, to_memory or import."
-    )
+    action = serializers.CharField(help_text=ACTION_HELP)
     user = serializers.CharField(source="user_name", allow_null=True, help_text="Who: a username.")
     key = serializers.SerializerMethodField(help_text="The API key's name, if one was used.")
-    channel = serializers.SerializerMethodField(help_text="dashboard, api, mcp, import or admin.")
+    channel = serializers.SerializerMethodField(help_text=CHANNEL_HELP)
     in_trash = serializers.SerializerMethodField()
 
     def get_key(self, version) -> str | None:
