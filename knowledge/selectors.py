@@ -95,6 +95,11 @@ def versions_with_users(versions: QuerySet[ItemVersion]) -> QuerySet[ItemVersion
     return versions.annotate(context_user=user_id, user_name=Subquery(users[:1]))
 
 
+def item_version(*, item_id: int) -> int | None:
+    """The item's current version: the number of its latest recorded version (its ETag)."""
+    return ItemVersion.objects.filter(pgh_obj_id=item_id).values_list("pgh_id", flat=True).first()
+
+
 def item_versions(*, item: KnowledgeItem) -> QuerySet[ItemVersion]:
     """An item's versions, newest first."""
     return versions_with_users(ItemVersion.objects.filter(pgh_obj_id=item.pk).order_by("-pgh_id"))

@@ -23,7 +23,7 @@ from accounts.models import Project
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import text_error
-from knowledge import embeddings, importers
+from knowledge import embeddings, importers, selectors
 from knowledge.importers import Record
 from knowledge.models import (
     Action,
@@ -194,11 +194,6 @@ def item_create(
 _UNSET = object()
 
 
-def item_version(*, item_id: int) -> int | None:
-    """The item's current version: the number of its latest recorded version (its ETag)."""
-    return ItemVersion.objects.filter(pgh_obj_id=item_id).values_list("pgh_id", flat=True).first()
-
-
 def item_update(
     *,
     item: KnowledgeItem,
@@ -214,7 +209,7 @@ def item_update(
         # Lock the row: two clients editing one item at once must not lose either edit.
         current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
         if expected_version is not None:
-            version = item_version(item_id=current.pk)
+            version = selectors.item_version(item_id=current.pk)
             if version != expected_version:
                 raise StaleVersion(expected=expected_version, current=version)
         new_title = current.title if title is _UNSET else title

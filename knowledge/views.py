@@ -171,7 +171,7 @@ def _writable_item(request, pk: int):
 @require_http_methods(["GET", "POST"])
 def item_edit(request, pk: int):
     item = _writable_item(request, pk)
-    version = services.item_version(item_id=item.pk)
+    version = selectors.item_version(item_id=item.pk)
     initial = {"title": item.title, "content": item.content, "tags": item.tags, "version": version}
     form = ItemForm(request.POST or None, initial=initial, editing=True)
     if "preview" in request.POST:

@@ -101,7 +101,7 @@ def item_data(item: KnowledgeItem) -> dict:
 
 def versioned_item_data(item: KnowledgeItem) -> dict:
     """The item with its current version (what memory_update's expected_version takes)."""
-    return item_data(item) | {"version": services.item_version(item_id=item.pk)}
+    return item_data(item) | {"version": selectors.item_version(item_id=item.pk)}
 
 
 def _snippet(text: str) -> str:

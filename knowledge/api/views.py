@@ -49,7 +49,7 @@ def flag(request, name: str) -> bool:
 
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
     """The item, with its current version as its ETag."""
-    version = services.item_version(item_id=item.pk)
+    version = selectors.item_version(item_id=item.pk)
     return Response(s.ItemOutputSerializer(item).data, status=status_code, headers={"ETag": f'"{version}"'})
 
 
