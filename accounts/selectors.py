@@ -30,10 +30,6 @@ def ensure_may_change(*, user, project_id: int) -> None:
         raise PermissionDenied(CHANGES_FORBIDDEN)
 
 
-def role_in(*, user, project: Project) -> str | None:
-    return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
-
-
 def api_keys_of(*, user, revoked: bool = True) -> QuerySet[ApiKey]:
     keys = ApiKey.objects.filter(owner=user).select_related("project")
     return keys if revoked else keys.filter(revoked_at__isnull=True)
