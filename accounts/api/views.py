@@ -69,8 +69,10 @@ class ProjectDetailApi(APIView):
     )
     def patch(self, request, slug: str):
         project = _project(request, slug, Scope.ADMIN)
-        services.project_update(project=project, **validated(s.ProjectUpdateInputSerializer, request.data))
-        return Response(s.ProjectOutputSerializer(_project(request, slug)).data)
+        project = services.project_update(
+            project=project, **validated(s.ProjectUpdateInputSerializer, request.data)
+        )
+        return Response(s.ProjectOutputSerializer(project).data)
 
 
 class MemberListCreateApi(APIView):
