@@ -6,7 +6,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, Project, Role, Scope
-from accounts.services import invitation_token_hash
+from accounts.services import hash_secret
 
 # Where the dashboard keeps the project chosen in the header's switcher (its pk; absent: all projects).
 CURRENT_PROJECT_KEY = "current_project"
@@ -87,7 +87,7 @@ def invitation_by_token(*, token: str) -> Invitation | None:
     return (
         Invitation.objects.open(timezone.now())
         .select_related("project")
-        .filter(hashed_token=invitation_token_hash(token))
+        .filter(hashed_token=hash_secret(token))
         .first()
     )
 
