@@ -30,9 +30,9 @@ def ensure_may_change(*, user, project_id: int) -> None:
         raise PermissionDenied(CHANGES_FORBIDDEN)
 
 
-def api_keys_of(*, user, revoked: bool = True) -> QuerySet[ApiKey]:
+def api_keys_of(*, user, include_revoked: bool = True) -> QuerySet[ApiKey]:
     keys = ApiKey.objects.filter(owner=user).select_related("project")
-    return keys if revoked else keys.filter(revoked_at__isnull=True)
+    return keys if include_revoked else keys.filter(revoked_at__isnull=True)
 
 
 def projects_with_role(*, user, projects: QuerySet[Project] | None = None) -> QuerySet[Project]:

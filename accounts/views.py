@@ -85,7 +85,7 @@ def key_list(request):
     new_secret = request.session.pop(NEW_KEY_SECRET, None) if request.method == "GET" else None
     show_revoked = request.GET.get("revoked") == "1"
     context = {
-        "keys": selectors.api_keys_of(user=request.user, revoked=show_revoked),
+        "keys": selectors.api_keys_of(user=request.user, include_revoked=show_revoked),
         "revoked_count": selectors.api_keys_of(user=request.user).filter(revoked_at__isnull=False).count(),
         "show_revoked": show_revoked,
         "form": form,
