@@ -202,6 +202,7 @@ def _members_redirect(project: Project):
 
 
 def _report(request, exc: ValidationError) -> None:
+    """A service's or a form's errors, as one message on the page the POST redirects to."""
     messages.error(request, " ".join(exc.messages))
 
 
@@ -221,7 +222,7 @@ def member_add(request, slug: str):
                 % {"username": membership.user.username, "role": membership.get_role_display()},
             )
     else:
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        _report(request, ValidationError(form.errors))
     return _members_redirect(project)
 
 
@@ -278,7 +279,7 @@ def invitation_create(request, slug: str):
             url = request.build_absolute_uri(reverse("projects:join", args=[created.token]))
             request.session[NEW_INVITATION_URL] = url
     else:
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        _report(request, ValidationError(form.errors))
     return _members_redirect(project)
 
 
