@@ -12,9 +12,9 @@ def project_switcher(request) -> dict:
         return {}
 
     def switcher() -> dict:
-        return {
-            "projects": list(selectors.projects_for(user=user)),
-            "current": selectors.current_project(user=user, session=request.session),
-        }
+        projects = list(selectors.projects_for(user=user))
+        # selectors.current_project, found in the list just read: the chosen one if the user still belongs to it.
+        chosen = request.session.get(selectors.CURRENT_PROJECT_KEY)
+        return {"projects": projects, "current": next((p for p in projects if p.pk == chosen), None)}
 
     return {"switcher": SimpleLazyObject(switcher)}

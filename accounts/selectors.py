@@ -6,7 +6,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, Project, Role, Scope
-from accounts.services import invitation_token_hash
+from accounts.services import hash_secret
 
 # Where the dashboard keeps the project chosen in the header's switcher (its pk; absent: all projects).
 CURRENT_PROJECT_KEY = "current_project"
@@ -30,13 +30,9 @@ def ensure_may_change(*, user, project_id: int) -> None:
         raise PermissionDenied(CHANGES_FORBIDDEN)
 
 
-def role_in(*, user, project: Project) -> str | None:
-    return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
-
-
-def api_keys_of(*, user, revoked: bool = True) -> QuerySet[ApiKey]:
+def api_keys_of(*, user, include_revoked: bool = True) -> QuerySet[ApiKey]:
     keys = ApiKey.objects.filter(owner=user).select_related("project")
-    return keys if revoked else keys.filter(revoked_at__isnull=True)
+    return keys if include_revoked else keys.filter(revoked_at__isnull=True)
 
 
 def projects_with_role(*, user, projects: QuerySet[Project] | None = None) -> QuerySet[Project]:
@@ -91,7 +87,7 @@ def invitation_by_token(*, token: str) -> Invitation | None:
     return (
         Invitation.objects.open(timezone.now())
         .select_related("project")
-        .filter(hashed_token=invitation_token_hash(token))
+        .filter(hashed_token=hash_secret(token))
         .first()
     )
 

@@ -42,6 +42,7 @@ INVITATION_MAX_DAYS = 90
 
 
 def hash_secret(secret: str) -> str:
+    """How a key's secret and an invitation's token are stored: both are random, so a fast hash will do."""
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -244,10 +245,6 @@ class NewInvitation:
     token: str  # in the link, shown once, never stored
 
 
-def invitation_token_hash(token: str) -> str:
-    return hash_secret(token)
-
-
 @transaction.atomic
 def invitation_create(
     *, project: Project, created_by, role: str = Role.MEMBER, days: int = INVITATION_DAYS
@@ -260,7 +257,7 @@ def invitation_create(
         project=project,
         role=role,
         created_by=created_by,
-        hashed_token=invitation_token_hash(token),
+        hashed_token=hash_secret(token),
         expires_at=timezone.now() + timedelta(days=days),
     )
     return NewInvitation(invitation=invitation, token=token)
@@ -272,10 +269,7 @@ def invitation_accept(*, token: str, user, now: datetime | None = None) -> Membe
     role, and the link stays usable for someone else)."""
     now = now or timezone.now()
     invitation = (
-        Invitation.objects.open(now)
-        .select_for_update()
-        .filter(hashed_token=invitation_token_hash(token))
-        .first()
+        Invitation.objects.open(now).select_for_update().filter(hashed_token=hash_secret(token)).first()
     )
     if invitation is None:
         raise ValidationError({"invitation": INVITATION_INVALID})

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts import selectors, services
 from accounts.forms import ApiKeyForm, InvitationForm, MemberAddForm, ProjectForm, RoleForm, SignUpForm
-from accounts.models import Project, Role, Scope
+from accounts.models import ROLE_SCOPES, Project, Role, Scope
 from contextforge.forms import apply_errors
 
 # The session keys of what a page shows once, after the POST that made it redirected there.
@@ -85,7 +85,7 @@ def key_list(request):
     new_secret = request.session.pop(NEW_KEY_SECRET, None) if request.method == "GET" else None
     show_revoked = request.GET.get("revoked") == "1"
     context = {
-        "keys": selectors.api_keys_of(user=request.user, revoked=show_revoked),
+        "keys": selectors.api_keys_of(user=request.user, include_revoked=show_revoked),
         "revoked_count": selectors.api_keys_of(user=request.user).filter(revoked_at__isnull=False).count(),
         "show_revoked": show_revoked,
         "form": form,
@@ -109,18 +109,16 @@ def key_revoke(request, pk: int):
 
 
 def _project(request, slug: str, *, admin: bool = False) -> Project:
-    """A project of the user's (404 otherwise); with ``admin``, one they administer (403 otherwise)."""
-    project = get_object_or_404(selectors.projects_for(user=request.user), slug=slug)
-    if (
-        admin
-        and not selectors.projects_for(user=request.user, scope=Scope.ADMIN).filter(pk=project.pk).exists()
-    ):
+    """A project of the user's (404 otherwise), annotated with their ``role``; with ``admin``, one they
+    administer (403 otherwise)."""
+    project = get_object_or_404(selectors.projects_with_role(user=request.user), slug=slug)
+    if admin and not _is_admin(project):
         raise PermissionDenied(ADMINS_ONLY)
     return project
 
 
-def _is_admin(request, project: Project) -> bool:
-    return selectors.role_in(user=request.user, project=project) == Role.ADMIN
+def _is_admin(project: Project) -> bool:
+    return Scope.ADMIN in ROLE_SCOPES[project.role]
 
 
 def _choose(request, project: Project | None) -> None:
@@ -164,7 +162,7 @@ def project_switch(request):
 
 
 def _project_page(request, project: Project, template: str, status: int = 200, **context):
-    context |= {"project": project, "is_admin": _is_admin(request, project), "tab": template}
+    context |= {"project": project, "is_admin": _is_admin(project), "tab": template}
     return render(request, f"accounts/{template}.html", context, status=status)
 
 
@@ -187,7 +185,7 @@ def project_settings(request, slug: str):
 @require_GET
 def project_members(request, slug: str):
     project = _project(request, slug)
-    is_admin = _is_admin(request, project)
+    is_admin = _is_admin(project)
     context = {
         "memberships": selectors.memberships_of(project=project),
         "roles": Role.choices,
@@ -204,6 +202,7 @@ def _members_redirect(project: Project):
 
 
 def _report(request, exc: ValidationError) -> None:
+    """A service's or a form's errors, as one message on the page the POST redirects to."""
     messages.error(request, " ".join(exc.messages))
 
 
@@ -223,7 +222,7 @@ def member_add(request, slug: str):
                 % {"username": membership.user.username, "role": membership.get_role_display()},
             )
     else:
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        _report(request, ValidationError(form.errors))
     return _members_redirect(project)
 
 
@@ -280,7 +279,7 @@ def invitation_create(request, slug: str):
             url = request.build_absolute_uri(reverse("projects:join", args=[created.token]))
             request.session[NEW_INVITATION_URL] = url
     else:
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        _report(request, ValidationError(form.errors))
     return _members_redirect(project)
 
 

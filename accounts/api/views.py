@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from accounts import selectors, services
 from accounts.api import serializers as s
 from accounts.models import Membership, Project, Scope
-from contextforge.api.access import ensure_may
+from contextforge.api.access import ensure_may, request_projects
 from contextforge.api.validation import validated
 
 BOUND_KEY_CANNOT_CREATE = _("This key is bound to one project: create projects with a key that is not.")
@@ -19,8 +19,8 @@ BOUND_KEY_CANNOT_CREATE = _("This key is bound to one project: create projects w
 
 def _project(request, slug: str, scope: str = Scope.READ) -> Project:
     """The project ``slug`` if the key sees it (404 otherwise), and if it may act there with ``scope`` (403)."""
-    visible = selectors.projects_for(user=request.user, api_key=request.auth)
-    project = get_object_or_404(selectors.projects_with_role(user=request.user, projects=visible), slug=slug)
+    projects = selectors.projects_with_role(user=request.user, projects=request_projects(request))
+    project = get_object_or_404(projects, slug=slug)
     if scope != Scope.READ:
         ensure_may(request, project, scope)
     return project
@@ -36,8 +36,7 @@ def _membership(project: Project, username: str) -> Membership:
 class ProjectListCreateApi(APIView):
     @extend_schema(operation_id="projects_list", responses={200: s.ProjectOutputSerializer(many=True)})
     def get(self, request):
-        visible = selectors.projects_for(user=request.user, api_key=request.auth)
-        projects = selectors.projects_with_role(user=request.user, projects=visible)
+        projects = selectors.projects_with_role(user=request.user, projects=request_projects(request))
         return Response(s.ProjectOutputSerializer(projects, many=True).data)
 
     @extend_schema(
@@ -69,8 +68,10 @@ class ProjectDetailApi(APIView):
     )
     def patch(self, request, slug: str):
         project = _project(request, slug, Scope.ADMIN)
-        services.project_update(project=project, **validated(s.ProjectUpdateInputSerializer, request.data))
-        return Response(s.ProjectOutputSerializer(_project(request, slug)).data)
+        project = services.project_update(
+            project=project, **validated(s.ProjectUpdateInputSerializer, request.data)
+        )
+        return Response(s.ProjectOutputSerializer(project).data)
 
 
 class MemberListCreateApi(APIView):

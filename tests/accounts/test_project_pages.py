@@ -136,6 +136,15 @@ def test_an_admin_adds_changes_and_removes_members_and_a_member_leaves(cast):
     assert roles(cast.project) == {"owner": "admin", "newcomer": "member"}
 
 
+def test_a_bad_member_or_invitation_form_is_reported_on_the_members_page(cast):
+    client = signed_in(cast.owner)
+    added = client.post("/dashboard/projects/acme/members/add/", {"role": "boss"}, follow=True)
+    assert any("This field is required." in m and "boss" in m for m in shown(added))
+    invited = client.post("/dashboard/projects/acme/invitations/", {"role": "viewer", "days": 0}, follow=True)
+    assert any("greater than or equal to 1" in m for m in shown(invited))
+    assert len(roles(cast.project)) == 3 and not cast.project.invitations.exists()
+
+
 def test_an_invitation_link_is_shown_once_and_a_new_user_signs_up_through_it(cast):
     admin = signed_in(cast.owner)
     admin.post("/dashboard/projects/acme/invitations/", {"role": "viewer", "days": 7})

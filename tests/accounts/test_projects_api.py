@@ -67,7 +67,12 @@ def test_only_an_admin_patches_the_settings(cast, api_for):
             == expected
         )
     answer = api_for(cast.owner).patch("/api/v1/projects/acme/", body, format="json")
-    assert answer.status_code == 200 and answer.json()["task_prefix"] == "ACME"
+    assert answer.status_code == 200
+    assert {k: answer.json()[k] for k in ("name", "task_prefix", "role")} == {
+        "name": "Acme Corp",
+        "task_prefix": "ACME",
+        "role": "admin",
+    }
     cast.project.refresh_from_db()
     assert (cast.project.name, cast.project.description) == ("Acme Corp", "The shop.")
 
