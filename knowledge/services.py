@@ -841,6 +841,16 @@ def import_job_create(
     return job
 
 
+# How long a previewed import waits for its confirmation before it is deleted, upload and all.
+IMPORT_DRAFT_LIFETIME = timedelta(days=1)
+
+
+def import_drafts_purge() -> int:
+    """Delete the previewed imports left unconfirmed longer than IMPORT_DRAFT_LIFETIME; how many."""
+    cutoff = timezone.now() - IMPORT_DRAFT_LIFETIME
+    return ImportJob.objects.filter(status=ImportJob.Status.DRAFT, created_at__lt=cutoff).delete()[0]
+
+
 def _queue_import(job: ImportJob) -> None:
     from knowledge.tasks import run_import
 

@@ -26,6 +26,11 @@ def purge_trash() -> int:
 
 
 @shared_task
+def purge_import_drafts() -> int:
+    return services.import_drafts_purge()
+
+
+@shared_task
 def run_import(job_id: int) -> str:
     job = ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
     if job is None:  # its project was deleted while it waited
