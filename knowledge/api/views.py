@@ -345,7 +345,7 @@ class ItemImportApi(APIView):
         if not body.strip():
             raise ApplicationError(_("The import body is empty."), field="body")
         report = services.items_import(
-            records=json_lines.parse_body(body),
+            records=json_lines.parse_body(body.decode("utf-8-sig", errors="replace")),
             default_project=default,
             projects_by_slug=writable,
             created_by=request.user,
