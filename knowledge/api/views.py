@@ -417,22 +417,6 @@ def _upload(request) -> tuple[str, bytes]:
     return upload.name, upload.read()
 
 
-def import_format(format: str | None, name: str, data: bytes) -> str:
-    """The format asked for, or the one the file's name tells; a 400 naming ``format`` otherwise."""
-    format = format or importers.guess_format(name, data)
-    if format is None:
-        raise ApplicationError(
-            importers.UNKNOWN_FORMAT.format(formats=", ".join(importers.FORMATS), file=name[:100]),
-            field="format",
-        )
-    if format not in importers.FORMATS:
-        raise ApplicationError(
-            importers.NOT_A_FORMAT.format(format=format[:20], formats=", ".join(importers.FORMATS)),
-            field="format",
-        )
-    return format
-
-
 class ImportCreateApi(APIView):
     required_scope = "admin"
     parser_classes = [MultiPartParser, ImportBodyParser]
@@ -473,7 +457,7 @@ class ImportCreateApi(APIView):
     def post(self, request):
         project = request_project(request, request.query_params.get("project"), "write")
         name, data = _upload(request)
-        format = import_format(request.query_params.get("format"), name, data)
+        format = importers.format_of(request.query_params.get("format"), name, data)
         prune = request.query_params.get("prune", "").lower() in TRUE
         if request.query_params.get("dry_run", "").lower() in TRUE:
             report = services.import_upload(
