@@ -337,6 +337,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "knowledge.tasks.purge_trash",
         "schedule": timedelta(hours=1),
     },
+    "purge-import-drafts": {
+        "task": "knowledge.tasks.purge_import_drafts",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 LOGGING = {

@@ -599,12 +599,11 @@ def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> in
     from knowledge.selectors import sourced_items
 
     deleted = 0
-    for path in paths:
-        prefix = _source_key(repository, path)
-        for item in sourced_items(project=repository.project, key=prefix, section_of=f"{prefix}#"):
-            if item.source.key not in kept:
-                knowledge.item_delete(item=item)
-                deleted += 1
+    keys = [_source_key(repository, path) for path in paths]
+    for item in sourced_items(project=repository.project, keys=keys):
+        if item.source.key not in kept:
+            knowledge.item_delete(item=item)
+            deleted += 1
     return deleted
 
 

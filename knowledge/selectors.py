@@ -159,12 +159,14 @@ def import_jobs_for(*, projects) -> QuerySet[ImportJob]:
     )
 
 
-def sourced_items(*, project, key: str, section_of: str) -> QuerySet[KnowledgeItem]:
-    """The items of ``project`` imported from source ``key`` or one of its sections (``section_of``…)."""
-    return (
-        KnowledgeItem.objects.filter(project=project)
-        .filter(Q(source__key=key) | Q(source__key__startswith=section_of))
-        .select_related("source")
+def sourced_items(*, project, keys: list[str]) -> QuerySet[KnowledgeItem]:
+    """The items of ``project`` outside the trash imported from one of the sources ``keys`` or one of
+    their sections ("key#section")."""
+    sourced = Q(pk__in=[])
+    for key in keys:
+        sourced |= Q(source__key=key) | Q(source__key__startswith=f"{key}#")
+    return KnowledgeItem.objects.filter(sourced, project=project, deleted_at__isnull=True).select_related(
+        "source"
     )
 
 

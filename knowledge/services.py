@@ -412,9 +412,10 @@ class ImportReport:
     rows: dict[str, list[dict]] = field(default_factory=lambda: {kind: [] for kind in IMPORT_KINDS})
 
     def as_dict(self) -> dict:
-        """The answer of ``POST /items/import/``, as it has always been."""
+        """The answer of ``POST /items/import/``."""
         return {
             "created": self.created,
+            "updated": self.updated,
             "skipped": self.skipped,
             "failed": self.failed,
             "pending": self.pending,
@@ -499,7 +500,8 @@ def items_import(
     With a ``format``, a record's key ties its item to its source: importing the source again updates
     the items whose source changed (through ``item_update``) and skips the others; ``prune`` deletes the
     items of that format whose source is gone. Without one (the JSON API as it always was), an item
-    whose title and content the project holds already is skipped. ``dry_run`` reports without writing.
+    whose title and content the project holds already is skipped. Either way, an item a record finds in
+    the trash comes back, reported updated. ``dry_run`` reports without writing.
     ``atomic`` writes everything or nothing; otherwise each batch is committed as it is written (a job
     reports its ``progress``), and a failure raises ImportInterrupted with what was done.
     """
@@ -590,24 +592,27 @@ class _ImportPlan:
             .select_related("item")
             .defer("item__embedding")  # 384 floats each that neither a skip nor an update reads
         }
-        holders = dict(
-            ((project_id, digest), pk)
-            for pk, project_id, digest in KnowledgeItem.objects.filter(
+        holders = {
+            (project_id, digest): (pk, deleted_at)
+            for pk, project_id, digest, deleted_at in KnowledgeItem.objects.filter(
                 project_id__in={i.project_id for _r, i in batch},
                 content_hash__in=[i.content_hash for _r, i in batch],
-            ).values_list("pk", "project_id", "content_hash")
-        )
+            ).values_list("pk", "project_id", "content_hash", "deleted_at")
+        }
         fresh, adopted = [], []
         for record, item in batch:
             source = sources.get((item.project_id, record.key)) if self.format and record.key else None
             if source is not None:
-                if source.digest == source_digest(item):
-                    self.report.add("skipped", record, source.item)
-                else:
+                # A source that still holds an item the trash holds brings it back: what an import
+                # leaves in memory is what its source says, whether or not the trash was purged since.
+                trashed = self._untrash(source.item.pk, source.item.deleted_at)
+                if source.digest != source_digest(item):
                     self._update(source, record, item)
+                else:
+                    self.report.add("updated" if trashed else "skipped", record, source.item)
             elif holder := holders.get((item.project_id, item.content_hash)):
-                item.pk = holder
-                self.report.add("skipped", record, item)
+                item.pk = holder[0]
+                self.report.add("updated" if self._untrash(*holder) else "skipped", record, item)
                 if self.format and record.key:
                     adopted.append(self._source(record, item))
             else:
@@ -615,6 +620,14 @@ class _ImportPlan:
         if adopted and not self.dry_run:
             ItemSource.objects.bulk_create(adopted, ignore_conflicts=True)
         return fresh
+
+    def _untrash(self, pk: int, deleted_at: datetime | None) -> bool:
+        """Bring item ``pk`` back if it is in the trash; whether it was."""
+        if deleted_at is None:
+            return False
+        if not self.dry_run:
+            item_untrash(item=KnowledgeItem(pk=pk))
+        return True
 
     def _update(self, source: ItemSource, record: Record, item: KnowledgeItem) -> None:
         if not self.dry_run:
@@ -660,7 +673,9 @@ def source_digest(item: KnowledgeItem) -> str:
 
 def _prune(*, format: str, projects: set[int], keep: set[tuple[int, str]], plan: _ImportPlan) -> None:
     """Delete the items of ``format`` in ``projects`` whose source this import no longer holds."""
-    gone = ItemSource.objects.filter(project_id__in=projects, format=format).select_related("item")
+    gone = ItemSource.objects.filter(
+        project_id__in=projects, format=format, item__deleted_at__isnull=True
+    ).select_related("item")
     for source in gone.iterator(2000):
         if (source.project_id, source.key) in keep:
             continue
@@ -823,6 +838,16 @@ def import_job_create(
         if queue:
             _queue_import(job)
     return job
+
+
+# How long a previewed import waits for its confirmation before it is deleted, upload and all.
+IMPORT_DRAFT_LIFETIME = timedelta(days=1)
+
+
+def import_drafts_purge() -> int:
+    """Delete the previewed imports left unconfirmed longer than IMPORT_DRAFT_LIFETIME; how many."""
+    cutoff = timezone.now() - IMPORT_DRAFT_LIFETIME
+    return ImportJob.objects.filter(status=ImportJob.Status.DRAFT, created_at__lt=cutoff).delete()[0]
 
 
 def _queue_import(job: ImportJob) -> None:

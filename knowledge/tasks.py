@@ -26,8 +26,13 @@ def purge_trash() -> int:
 
 
 @shared_task
+def purge_import_drafts() -> int:
+    return services.import_drafts_purge()
+
+
+@shared_task
 def run_import(job_id: int) -> str:
-    job = ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
+    job = ImportJob.objects.select_related("project", "created_by").defer("payload").filter(pk=job_id).first()
     if job is None:  # its project was deleted while it waited
         return "gone"
     return services.import_job_run(job=job).status

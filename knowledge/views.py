@@ -426,15 +426,7 @@ def import_page(request):
     if request.method == "POST" and form.is_valid():
         try:
             name, data = _import_source(form)
-            format = form.cleaned_data["format"] or importers.guess_format(name, data)
-            if format is None:
-                raise ValidationError(
-                    {
-                        "format": importers.UNKNOWN_FORMAT.format(
-                            formats=", ".join(importers.FORMATS), file=name
-                        )
-                    }
-                )
+            format = importers.format_of(form.cleaned_data["format"], name, data)
             options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
             report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
             job = services.import_job_create(

@@ -151,6 +151,7 @@ class ImportErrorSerializer(serializers.Serializer):
 
 class ImportOutputSerializer(serializers.Serializer):
     created = serializers.IntegerField()
+    updated = serializers.IntegerField(help_text="Items the project held in the trash, brought back.")
     skipped = serializers.IntegerField()
     failed = serializers.IntegerField()
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")

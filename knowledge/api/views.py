@@ -353,7 +353,7 @@ class ItemImportApi(APIView):
         if not body.strip():
             raise ApplicationError(_("The import body is empty."), field="body")
         report = services.items_import(
-            records=json_lines.parse_body(body),
+            records=json_lines.parse_body(body.decode("utf-8-sig", errors="replace")),
             default_project=default,
             projects_by_slug=writable,
             created_by=request.user,
@@ -424,22 +424,6 @@ def _upload(request) -> tuple[str, bytes]:
     return upload.name, upload.read()
 
 
-def import_format(format: str | None, name: str, data: bytes) -> str:
-    """The format asked for, or the one the file's name tells; a 400 naming ``format`` otherwise."""
-    format = format or importers.guess_format(name, data)
-    if format is None:
-        raise ApplicationError(
-            importers.UNKNOWN_FORMAT.format(formats=", ".join(importers.FORMATS), file=name[:100]),
-            field="format",
-        )
-    if format not in importers.FORMATS:
-        raise ApplicationError(
-            importers.NOT_A_FORMAT.format(format=format[:20], formats=", ".join(importers.FORMATS)),
-            field="format",
-        )
-    return format
-
-
 class ImportCreateApi(APIView):
     required_scope = "admin"
     parser_classes = [MultiPartParser, ImportBodyParser]
@@ -480,7 +464,7 @@ class ImportCreateApi(APIView):
     def post(self, request):
         project = request_project(request, request.query_params.get("project"), "write")
         name, data = _upload(request)
-        format = import_format(request.query_params.get("format"), name, data)
+        format = importers.format_of(request.query_params.get("format"), name, data)
         prune = flag(request, "prune")
         if flag(request, "dry_run"):
             report = services.import_upload(

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from knowledge.importers import adr, agent_memory, archive, json_lines, markdown, mem0, spreadsheet
 from knowledge.importers.base import Record, decode
 
-__all__ = ["FORMATS", "Record", "check_format", "guess_format", "records_from"]
+__all__ = ["FORMATS", "Record", "check_format", "format_of", "guess_format", "records_from"]
 
 FORMATS = {
     "json": _("JSON"),
@@ -42,8 +42,16 @@ ZIPPED_FORMATS = {"markdown", "agent-memory", "adr"}
 
 def check_format(format: str) -> str:
     if format not in FORMATS:
-        raise ValidationError({"format": NOT_A_FORMAT.format(format=format, formats=", ".join(FORMATS))})
+        raise ValidationError({"format": NOT_A_FORMAT.format(format=format[:20], formats=", ".join(FORMATS))})
     return format
+
+
+def format_of(format: str | None, name: str, data: bytes) -> str:
+    """The format asked for, or else the one the file tells (see guess_format); a ValidationError on
+    ``format`` when neither names one."""
+    if not format and (format := guess_format(name, data)) is None:
+        raise ValidationError({"format": UNKNOWN_FORMAT.format(formats=", ".join(FORMATS), file=name[:100])})
+    return check_format(format)
 
 
 def guess_format(name: str, data: bytes = b"") -> str | None:

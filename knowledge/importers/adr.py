@@ -35,7 +35,7 @@ def parse(file: str, text: str) -> list[Record]:
     parts = markdown.split(file, text)
     if isinstance(parts, Record):
         return [parts]
-    meta, body, _line = parts
+    meta, body = parts
     title = meta.get("title") or next((h for _i, level, h in headings(body) if level == 1), None)
     tags = [TAG]
     if found := status(meta, body):

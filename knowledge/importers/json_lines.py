@@ -11,9 +11,8 @@ from contextforge.text import JSON_TOO_DEEP
 from knowledge.importers.base import Record, decode
 
 
-def parse_body(body: bytes) -> Iterator[tuple[int, object]]:
-    """(line number, decoded value) for a JSON array or JSON Lines body; a bad line yields its error."""
-    text = body.decode("utf-8-sig", errors="replace")
+def parse_body(text: str) -> Iterator[tuple[int, object]]:
+    """(line number, decoded value) for a JSON array or JSON Lines text; a bad line yields its error."""
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
@@ -40,11 +39,11 @@ def parse_body(body: bytes) -> Iterator[tuple[int, object]]:
 def parse(file: str, data: bytes) -> list[Record]:
     """Each item of the file, for the project the upload goes to (a line's ``project`` is where it was
     exported from); one that carries an ``id`` (as an export writes it) is known again by it."""
-    checked = decode(file, data)  # strict here: the items API has always read bad bytes as U+FFFD
-    if isinstance(checked, Record):
-        return [checked]
+    text = decode(file, data)  # strict here: the items API has always read bad bytes as U+FFFD
+    if isinstance(text, Record):
+        return [text]
     records = []
-    for number, value in parse_body(data):
+    for number, value in parse_body(text):
         key = ""
         if isinstance(value, dict):
             value.pop("project", None)

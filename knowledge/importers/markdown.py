@@ -24,11 +24,11 @@ YAML = frontmatter.YAMLHandler()
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def split(file: str, text: str) -> tuple[dict, str, int] | Record:
-    """(frontmatter, body, line number of the body's first line), or the failure naming the line."""
+def split(file: str, text: str) -> tuple[dict, str] | Record:
+    """(frontmatter, body), or the failure naming the frontmatter's broken line."""
     match = FRONTMATTER.match(text)
     if not match:
-        return {}, text, 1
+        return {}, text
     try:
         meta = YAML.load(match.group(1), Loader=LOADER) or {}
     except yaml.YAMLError as exc:
@@ -37,7 +37,7 @@ def split(file: str, text: str) -> tuple[dict, str, int] | Record:
         return failure(file, line, BROKEN_FRONTMATTER.format(problem=getattr(exc, "problem", None) or exc))
     if not isinstance(meta, dict):
         return failure(file, 2, FRONTMATTER_NOT_A_MAPPING)
-    return meta, text[match.end() :], match.group(0).count("\n") + 1
+    return meta, text[match.end() :]
 
 
 def folder_tags(path: str, root: str = "") -> list[str]:
@@ -53,7 +53,7 @@ def parse(file: str, text: str, root: str = "") -> list[Record]:
     parts = split(file, text)
     if isinstance(parts, Record):
         return [parts]
-    meta, body, _line = parts
+    meta, body = parts
     title = meta.get("title")
     if title is None:
         first = next((heading for _i, level, heading in headings(body) if level == 1), None)

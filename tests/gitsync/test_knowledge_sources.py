@@ -7,6 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from gitsync import services
+from knowledge import services as knowledge
 from knowledge.models import ItemSource, KnowledgeItem
 
 pytestmark = pytest.mark.django_db
@@ -69,6 +70,21 @@ def test_a_sync_imports_changes_updates_and_deletes_items_of_the_marked_paths(ca
 
     third = services.repository_sync(repository=repository)
     assert third.knowledge == {"created": 0, "updated": 0, "skipped": 0, "failed": 0, "deleted": 0}
+
+
+def test_a_sync_counts_only_what_it_deletes_and_brings_back_what_a_changed_file_holds(cast, source):
+    source.commit("Docs", {"CLAUDE.md": CLAUDE, "docs/adr/0001-django.md": ADR_1})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.knowledge_source_add(repository=repository, path="CLAUDE.md")
+    services.knowledge_source_add(repository=repository, path="docs/adr/")
+    services.repository_sync(repository=repository)
+    for title in ("CLAUDE.md — Style", "CLAUDE.md — Build", "1. Use Django"):
+        knowledge.item_delete(item=KnowledgeItem.objects.get(title=title))
+    source.commit("No style", {"CLAUDE.md": CLAUDE.replace("## Style\n\nBlack, 110 columns.\n", "")})
+    source.delete("docs/adr/0001-django.md")
+    report = services.repository_sync(repository=repository)
+    assert (report.knowledge["updated"], report.knowledge["deleted"]) == (1, 0)
+    assert titles(cast.project) == ["CLAUDE.md — Build"]
 
 
 def test_a_file_that_cannot_be_read_keeps_its_items_until_it_can(cast, source):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from contextforge.celery import app as celery_app
+from knowledge import services
 from knowledge.models import ImportJob, KnowledgeItem
+from knowledge.tasks import purge_import_drafts
 from tests.knowledge.factories import make_item
 from tests.knowledge.test_importers import CLAUDE_MD
 
@@ -86,3 +90,18 @@ def test_the_export_page_downloads_a_project_or_a_tag_in_each_format(client, cas
     assert len(zipfile.ZipFile(io.BytesIO(b"".join(archive.streaming_content))).namelist()) == 2
     other = client.get("/dashboard/export/", {"project": cast.other_project.pk, "format": "jsonl"})
     assert other.status_code == 200 and other.context["form"].errors["project"]
+
+
+def test_a_preview_never_confirmed_is_deleted_with_its_upload_after_a_day(cast):
+    options = {
+        "project": cast.project,
+        "format": "agent-memory",
+        "name": "CLAUDE.md",
+        "data": CLAUDE_MD.encode(),
+    }
+    old = services.import_job_create(**options, queue=False)
+    queued = services.import_job_create(**options)
+    ImportJob.objects.filter(pk__in=[old.pk, queued.pk]).update(created_at=timezone.now() - timedelta(days=2))
+    fresh = services.import_job_create(**options, queue=False)
+    assert purge_import_drafts() == 1
+    assert set(ImportJob.objects.values_list("pk", flat=True)) == {queued.pk, fresh.pk}

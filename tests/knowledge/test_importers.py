@@ -174,6 +174,38 @@ def test_items_whose_source_is_gone_stay_unless_prune_is_asked(cast):
     assert KnowledgeItem.objects.filter(title="plain note").trashed().exists()  # deleted: to the trash
 
 
+def test_reimporting_a_source_brings_back_its_items_from_the_trash(cast):
+    run(cast.project, "markdown", "vault.zip", zipped(VAULT))
+    for title in ("plain note", "Session store"):
+        services.item_delete(item=KnowledgeItem.objects.get(title=title))
+    changed = {**VAULT, "notes/auth/sessions.md": "# Session store\n\nSessions live in PostgreSQL now.\n"}
+    dry = run(cast.project, "markdown", "vault.zip", zipped(changed), dry_run=True)
+    assert (dry.created, dry.updated, dry.skipped) == (0, 2, 1)
+    assert KnowledgeItem.objects.trashed().count() == 2
+    report = run(cast.project, "markdown", "vault.zip", zipped(changed), prune=True)
+    assert (report.created, report.updated, report.skipped, report.deleted) == (0, 2, 1, 0)
+    assert KnowledgeItem.objects.alive().count() == 3 and not KnowledgeItem.objects.trashed().exists()
+    assert "PostgreSQL" in KnowledgeItem.objects.get(title="Session store").content
+
+
+def test_pruning_leaves_what_the_trash_holds_already_unreported(cast):
+    run(cast.project, "markdown", "vault.zip", zipped(VAULT))
+    services.item_delete(item=KnowledgeItem.objects.get(title="plain note"))
+    fewer = {k: v for k, v in VAULT.items() if "deploy" not in k}
+    assert run(cast.project, "markdown", "vault.zip", zipped(fewer), prune=True).deleted == 0
+
+
+def test_the_json_import_brings_back_an_item_the_trash_holds(cast):
+    line = json.dumps({"title": "Cache TTL", "content": "Two hours."}) + "\n"
+    records = list(enumerate([json.loads(line)], start=1))
+    kwargs = {"default_project": cast.project, "projects_by_slug": {}}
+    services.items_import(records=records, **kwargs)
+    services.item_delete(item=KnowledgeItem.objects.get())
+    report = services.items_import(records=records, **kwargs)
+    assert report.as_dict()["updated"] == 1 and report.created == 0
+    assert KnowledgeItem.objects.alive().count() == 1 and KnowledgeItem.objects.count() == 1
+
+
 def test_a_dry_run_counts_and_lists_rows_without_writing(cast):
     run(cast.project, "agent-memory", "CLAUDE.md", CLAUDE_MD)
     edited = (

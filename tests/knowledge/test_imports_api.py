@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from accounts.models import Project
@@ -212,3 +213,21 @@ def test_the_export_filters_by_tag_and_refuses_an_unknown_format(cast):
     assert len(zipfile.ZipFile(io.BytesIO(archive)).namelist()) == 3
     response = client.get("/api/v1/items/export/?format=docx")
     assert response.status_code == 400 and "docx" in response.json()["format"][0]
+
+
+def test_an_upload_over_the_size_limit_is_refused_by_the_api_the_page_and_the_service(cast, client, settings):
+    settings.CONTEXTFORGE_MAX_IMPORT_BYTES = 20
+    data = csv_rows(3)
+    response = upload(api_client_for(cast.owner), "big.csv", data)
+    assert response.status_code == 413 and "20" in response.json()["file"][0]
+    raw = api_client_for(cast.owner).post("/api/v1/imports/?project=acme", data, content_type="text/csv")
+    assert raw.status_code == 413
+    client.force_login(cast.owner)
+    page = client.post(
+        "/dashboard/import/",
+        {"project": cast.project.pk, "file": SimpleUploadedFile("big.csv", data.encode())},
+    )
+    assert "big.csv: larger than 20 bytes." in page.context["form"].errors["file"]
+    with pytest.raises(ValidationError, match="larger than 20 bytes"):
+        services.import_upload(project=cast.project, format="csv", name="big.csv", data=data.encode())
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
