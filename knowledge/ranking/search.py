@@ -389,7 +389,7 @@ def search(
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
-    elif snapshots == matrix.LOADING:
+    elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
