@@ -15,6 +15,7 @@ from knowledge.ranking import SearchFilters
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
+QUERY_BLANK = _("The query must not be blank.")
 # Two items whose embeddings have a cosine at or above this say the same thing in other words
 # (all-MiniLM-L6-v2: a reworded sentence lands around 0.93-0.98, a different fact on the same
 # topic below 0.85). Saving such an item names the other, so the writer updates it instead of copying.
@@ -134,7 +135,10 @@ def snapshot_get(*, projects, pk: int) -> Snapshot:
 
 def search_filters(*, projects, understood: Understood, tags=(), text: str = "") -> SearchFilters:
     """The filters of a search over ``projects``: those given (``tags``, keyword ``text``, checked by
-    the caller) and those written in its query (checked here: an error names the field ``query``)."""
+    the caller) and those written in its query (checked here: an error names the field ``query``, as
+    it does for a query of filters alone, which leaves nothing to rank by)."""
+    if not understood.query.strip():
+        raise ApplicationError(QUERY_BLANK, field="query")
     if understood.text and (error := text_error(understood.text)):
         raise ApplicationError(error, field="query")
     for tag in understood.tags:

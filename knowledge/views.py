@@ -292,8 +292,6 @@ def search_page(request):
         context["tags"] = tags
         context["chips"] = [(part, without(raw, part)) for part in parts(raw) if part.kind != "query"]
         try:
-            if not understood.query.strip():  # only filters: nothing to rank by
-                raise ApplicationError(_("The query must not be blank."), field="query")
             if understood.project:  # named in the query: any of the user's projects, not only the current
                 projects = projects_for(user=request.user).filter(slug=understood.project)
                 if not projects:

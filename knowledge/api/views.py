@@ -277,8 +277,6 @@ class SearchApi(APIView):
     def post(self, request):
         data = validated(s.SearchInputSerializer, request.data)
         understood = understand(data["query"])
-        if not understood.query.strip():
-            raise ApplicationError(_("The query must not be blank."), field="query")
         projects = projects_named(request, understood.project or data.get("project"))
         given = data.get("filters", {})
         filters = selectors.search_filters(

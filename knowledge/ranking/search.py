@@ -389,7 +389,7 @@ def search(
     snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
-    elif snapshots == matrix.LOADING:
+    elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
@@ -420,7 +420,12 @@ def search(
         if read is None:
             ranked, items = [], {}
             break
-        ranked = [(row, int(read.candidates.ids[row])) for row in read.best(limit)]
+        # Below ``min_score``: not shown, so neither read nor highlighted.
+        ranked = [
+            (row, int(read.candidates.ids[row]))
+            for row in read.best(limit)
+            if min_score is None or read.final[row] >= min_score
+        ]
         # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
         read_items = scope.without_embedding().order_by()
         if filters.texts:
@@ -446,7 +451,7 @@ def search(
             highlights=_highlights(items[item_id], filters.texts) if filters.texts else {},
         )
         for row, item_id in ranked
-        if item_id in items and (min_score is None or read.final[row] >= min_score)
+        if item_id in items
     ]
     result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:

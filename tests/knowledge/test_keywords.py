@@ -132,6 +132,7 @@ def test_a_hit_without_a_keyword_filter_has_no_highlights(cast, owner_api):
         ({"query": "q tag:nowhere"}, "query"),
         ({"query": "q project:nowhere"}, "project"),
         ({"query": 'q "the"'}, "query"),
+        ({"query": "tag:ops path:src/lib/auth.ts"}, "query"),  # filters alone: nothing to rank by
     ],
 )
 def test_bad_keyword_input_is_a_400_naming_the_field(cast, owner_api, body, field):

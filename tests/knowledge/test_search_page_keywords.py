@@ -54,3 +54,9 @@ def test_hits_of_weak_similarity_come_after_a_divider_and_are_still_shown(signed
     assert [hit.item.title for hit in page.context["weaker_hits"]] == ["Lunch"]
     html = page.content.decode()
     assert html.index("Celery queues") < html.index("Weaker matches") < html.index("Lunch")
+
+
+def test_a_chip_removed_while_searching_every_project_keeps_searching_every_project(signed_in, cast):
+    make_item(cast.project, "Proxy resets", "Clients see ERR_CONN_RESET when the proxy drops.", tags=["ops"])
+    html = signed_in.get("/dashboard/search/", {"q": "proxy tag:ops", "in": "all"}).content.decode()
+    assert 'href="?q=proxy&amp;in=all"' in html
