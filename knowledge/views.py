@@ -23,6 +23,8 @@ from accounts.selectors import (
     may_change,
     projects_for,
 )
+from accounts.services import SECRET_PREFIX
+from accounts.views import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
 from knowledge import embeddings, importers, selectors, services
@@ -347,11 +349,10 @@ def help_ranking(request):
 
 @require_GET
 def help_agents(request):
-    """How to point an agent (MCP) or a script (REST) at this server."""
-    context = {
-        "mcp_url": request.build_absolute_uri("/mcp"),
-        "search_url": request.build_absolute_uri(reverse("api:search")),
-    }
+    """How to point an agent (MCP) or a script (REST) at this server: the key page's snippets, with a
+    placeholder for the secret."""
+    secret = f"{SECRET_PREFIX}..."
+    context = {"snippets": key_snippets(secret=secret, base_url=request.build_absolute_uri("/"))}
     return render(request, "knowledge/help_agents.html", context)
 
 

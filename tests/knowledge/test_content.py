@@ -3,6 +3,7 @@ tags typed with commas or quotes; moments read as "just now" or "5 minutes ago".
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from django.template import Context, Template
 from django.utils import timezone, translation
 
 from contextforge.markdown import render_markdown
+from knowledge import services
 from knowledge.models import KnowledgeItem
 from tests.knowledge.factories import make_item
 from tests.tasks.factories import make_task
@@ -66,6 +68,20 @@ def test_an_items_page_renders_its_content_as_sanitized_markdown(signed_in, cast
     html = signed_in.get(f"/dashboard/items/{item.pk}/").content.decode()
     assert "<h2>Steps</h2>" in html and "<code>make run</code>" in html
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_an_edit_that_meets_a_newer_change_shows_that_change_as_sanitized_markdown(signed_in, cast):
+    item = make_item(cast.project, "Deploys", "old")
+    opened = signed_in.get(f"/dashboard/items/{item.pk}/edit/").context["form"]["version"].value()
+    services.item_update(item=item, content="## Steps\n\n`make run`\n\n<script>alert(1)</script>")
+    page = signed_in.post(
+        f"/dashboard/items/{item.pk}/edit/", {"title": "Deploys", "content": "mine", "version": opened}
+    )
+    newer = re.search(
+        r'<section class="card conflict" id="newer-version">.*?</section>', page.content.decode(), re.S
+    )
+    assert newer and "<h2>Steps</h2>" in newer[0] and "<code>make run</code>" in newer[0]
+    assert "<script>alert(1)" not in newer[0]
 
 
 def test_a_tasks_description_and_comments_render_as_markdown(signed_in, cast):
