@@ -39,12 +39,19 @@ IF_MATCH = OpenApiParameter(
 )
 
 
-TRUE = ("1", "true", "yes", "on")
+FLAG_INVALID = _("Must be true or false (1 or 0).")
 
 
 def flag(request, name: str) -> bool:
-    """Whether the query parameter ``name`` is set (1, true, yes or on)."""
-    return request.query_params.get(name, "").lower() in TRUE
+    """The query parameter ``name`` read as DRF reads a boolean (absent or empty: false). Any other
+    value is a 400: ``?dry_run=nope`` must never run a restore or an import for real."""
+    value = request.query_params.get(name, "")
+    if value == "":
+        return False
+    try:
+        return serializers.BooleanField().to_internal_value(value)
+    except serializers.ValidationError:
+        raise ApplicationError(FLAG_INVALID, field=name) from None
 
 
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:

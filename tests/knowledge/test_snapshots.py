@@ -63,6 +63,22 @@ def test_a_dry_run_names_what_a_restore_would_do_and_changes_nothing(cast, chang
     assert list(ItemVersion.objects.values_list("pk", flat=True)) == before
 
 
+@pytest.mark.parametrize("value", ["nope", "2", "dry"])
+def test_a_dry_run_flag_that_is_neither_true_nor_false_is_refused_and_restores_nothing(
+    cast, changed_since, value
+):
+    snapshot, _items = changed_since
+    api = api_client_for(cast.owner, project=cast.project)
+    before = list(ItemVersion.objects.values_list("pk", flat=True))
+    response = api.post(f"/api/v1/snapshots/{snapshot.pk}/restore/?dry_run={value}")
+    assert response.status_code == 400 and "dry_run" in response.json()
+    assert list(ItemVersion.objects.values_list("pk", flat=True)) == before
+    for spelled in ("false", "0", "no"):  # what DRF reads as false: a real restore, as asked
+        assert (
+            api.post(f"/api/v1/snapshots/{snapshot.pk}/restore/?dry_run={spelled}").json()["dry_run"] is False
+        )
+
+
 def test_a_restore_brings_the_project_back_recording_versions(cast, changed_since):
     snapshot, items = changed_since
     api = api_client_for(cast.owner, project=cast.project)
