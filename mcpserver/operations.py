@@ -28,7 +28,7 @@ from knowledge.api.serializers import (
     VersionOutputSerializer,
 )
 from knowledge.importers import markdown
-from knowledge.importers.exports import EXPORT_FORMATS, export
+from knowledge.importers.exports import check_export_format, export
 from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem
 from knowledge.query_syntax import understand
@@ -73,7 +73,6 @@ GIT_RULE = (
 )
 PROPOSAL_RULE = f"{PROPOSAL_PENALTY:g} for a {MARKERS_SHORT} proposal, else 1.0"
 
-QUERY_BLANK = "The query must not be blank."
 NOTHING_TO_UPDATE = "Give at least one of title, content or tags to change."
 NOTHING_TO_CHANGE = (
     "Give at least one of title, description, status, priority, assignee, due_date or tags to change."
@@ -126,8 +125,6 @@ def memory_query(
     min_score: float | None = None,
 ) -> Outcome:
     understood = understand(query)
-    if not understood.query.strip():
-        raise ApplicationError(QUERY_BLANK, field="query")
     if text and (error := text_error(text)):
         raise ApplicationError(error, field="text")
     projects = readable_projects(caller)
@@ -561,10 +558,7 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
 
 def memory_export(caller: Caller, *, format: str, tag: str | None) -> Outcome:
     """The items the caller may read as text: JSON Lines or CSV, or Markdown notes one after another."""
-    if format not in EXPORT_FORMATS:
-        raise ApplicationError(
-            f"Unknown format {format!r}; one of {', '.join(EXPORT_FORMATS)}.", field="format"
-        )
+    check_export_format(format)
     items = selectors.items_for(projects=readable_projects(caller), tag=tag).order_by("id")
     if format == "markdown":
         notes = [{"file": markdown.file_name(item), "text": markdown.render(item)} for item in items]

@@ -18,7 +18,7 @@ from contextforge.api.validation import validated
 from knowledge import embeddings, importers, selectors, services
 from knowledge.api import serializers as s
 from knowledge.importers import json_lines
-from knowledge.importers.exports import EXPORT_FORMATS, export
+from knowledge.importers.exports import EXPORT_FORMATS, check_export_format, export
 from knowledge.query_syntax import understand
 from knowledge.ranking import highlights_data, search
 
@@ -366,9 +366,6 @@ class ItemImportApi(APIView):
         return Response(report.as_dict())
 
 
-EXPORT_FORMAT_UNKNOWN = _("Unknown export format {format!r}; one of {formats}.")
-
-
 class ItemExportApi(APIView):
     @extend_schema(
         operation_id="items_export",
@@ -388,12 +385,7 @@ class ItemExportApi(APIView):
         "CSV: each one the import reads back into the same items.",
     )
     def get(self, request):
-        format = request.query_params.get("format") or "jsonl"
-        if format not in EXPORT_FORMATS:
-            raise ApplicationError(
-                EXPORT_FORMAT_UNKNOWN.format(format=format[:20], formats=", ".join(EXPORT_FORMATS)),
-                field="format",
-            )
+        format = check_export_format(request.query_params.get("format") or "jsonl")
         projects = projects_named(request, request.query_params.get("project"))
         items = selectors.items_for(projects=projects, tag=request.query_params.get("tag")).order_by("id")
         out = export(items, format)

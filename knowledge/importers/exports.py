@@ -7,11 +7,22 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.importers import json_lines, markdown, spreadsheet
 
 EXPORT_FORMATS = {"jsonl": _("JSON Lines"), "markdown": _("Markdown notes (zip)"), "csv": _("CSV")}
+EXPORT_FORMAT_UNKNOWN = _("Unknown export format {format!r}; one of {formats}.")
+
+
+def check_export_format(format: str) -> str:
+    """``format`` if it is one the export writes; a ValidationError on ``format`` otherwise."""
+    if format not in EXPORT_FORMATS:
+        raise ValidationError(
+            {"format": EXPORT_FORMAT_UNKNOWN.format(format=format[:20], formats=", ".join(EXPORT_FORMATS))}
+        )
+    return format
 
 
 @dataclass

@@ -87,3 +87,11 @@ def test_export_gives_what_the_caller_may_read_in_each_format(cast):
     notes = operations.memory_export(viewer, format="markdown", tag=None)
     assert notes.data["count"] == 1 and notes.data["files"][0]["text"].startswith("---\n")
     assert operations.memory_export(viewer, format="csv", tag="nothing").data["count"] == 0
+
+
+def test_an_unknown_export_format_is_refused_with_the_rest_apis_message(cast):
+    with pytest.raises(ValidationError) as refused:
+        operations.memory_export(caller(cast.owner, project=cast.project), format="docx", tag=None)
+    assert refused.value.message_dict == {
+        "format": ["Unknown export format 'docx'; one of jsonl, markdown, csv."]
+    }
