@@ -50,10 +50,12 @@ def current_project(*, user, session) -> Project | None:
     return projects_for(user=user).filter(pk=pk).first()
 
 
-def in_current_project(*, user, session) -> dict:
-    """A new thing's form initial data: it starts in the current project, if one is chosen."""
-    current = current_project(user=user, session=session)
-    return {"project": current} if current else {}
+def in_current_project(*, session) -> dict:
+    """A new thing's form initial data: it starts in the current project, if one is chosen. No query: a
+    form preselects an initial value only among the projects it offers, so a project the user has left
+    is not preselected."""
+    pk = session.get(CURRENT_PROJECT_KEY)
+    return {"project": pk} if pk is not None else {}
 
 
 def dashboard_projects(*, user, session, scope: str = Scope.READ) -> QuerySet[Project]:

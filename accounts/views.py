@@ -45,7 +45,7 @@ def _key_form(request, data=None) -> ApiKeyForm:
         projects=selectors.projects_for(user=user),
         allowed_scopes=selectors.allowed_scopes(user=user),
         scopes_for=lambda project: selectors.allowed_scopes(user=user, project=project),
-        initial=selectors.in_current_project(user=user, session=request.session),
+        initial=selectors.in_current_project(session=request.session),
     )
 
 

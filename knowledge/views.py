@@ -129,7 +129,7 @@ def _warn_near_duplicate(request, item) -> None:
 @require_http_methods(["GET", "POST"])
 def item_create(request):
     projects = projects_for(user=request.user, scope="write")
-    initial = in_current_project(user=request.user, session=request.session)
+    initial = in_current_project(session=request.session)
     form = ItemForm(request.POST or None, projects=projects, initial=initial)
     if "preview" in request.POST:
         return _form_page(request, form)

@@ -80,7 +80,7 @@ def _board(request, *, create_form: TaskForm | None = None, status: int = 200):
             projects=writable,
             members=members,
             quick=True,
-            initial=in_current_project(user=request.user, session=request.session),
+            initial=in_current_project(session=request.session),
         ),
         "may_write": writable.exists(),
         "statuses": Status.choices,
@@ -122,7 +122,7 @@ def task_new(request):
     form = TaskForm(
         projects=writable,
         members=selectors.members_of(projects=writable),
-        initial=in_current_project(user=request.user, session=request.session),
+        initial=in_current_project(session=request.session),
     )
     return render(request, "tasks/task_form.html", {"form": form, "task": None})
 
