@@ -49,7 +49,7 @@ def near_duplicates(item: KnowledgeItem) -> list[dict]:
     if item.embedding is None:
         return []
     rows = (
-        items_for(projects=[item.project])
+        items_for(projects=[item.project_id])
         .embedded()
         .exclude(pk=item.pk)
         .with_cosine(item.embedding)
