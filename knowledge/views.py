@@ -264,10 +264,7 @@ def activity(request):
         channel=filters.get("channel"),
     )
     page = Paginator(versions, 50).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
-    return render(request, "knowledge/activity.html", context)
+    return render(request, "knowledge/activity.html", {"form": form, "page": page})
 
 
 @require_GET

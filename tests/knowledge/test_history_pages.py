@@ -140,3 +140,20 @@ def test_the_snapshot_page_previews_a_restore_and_does_it_for_project_admins_onl
     assert owner.post(url).status_code == 302
     assert KnowledgeItem.objects.get(pk=kept.pk).content == "We deploy with Ansible."
     assert not KnowledgeItem.objects.alive().filter(pk=added.pk).exists()
+
+
+def test_the_activity_pages_links_keep_its_filters(cast):
+    for n in range(51):  # one more than a page
+        make_item(cast.project, f"Note {n}", "text")
+    page = signed_in(cast.owner).get("/dashboard/activity/", {"channel": "", "user": "", "key": ""})
+    assert 'href="?channel=&amp;user=&amp;key=&amp;page=2"' in page.content.decode()
+    second = signed_in(cast.owner).get("/dashboard/activity/", {"channel": "", "page": "2"})
+    assert 'href="?channel=&amp;page=1"' in second.content.decode()
+    assert len(second.context["page"]) == 1
+
+
+def test_the_item_lists_next_page_keeps_its_tag(cast):
+    for n in range(26):  # one more than a page
+        make_item(cast.project, f"Runbook {n}", "text", tags=["ops"])
+    page = signed_in(cast.owner).get("/dashboard/items/", {"tag": "ops"}).content.decode()
+    assert 'href="?tag=ops&amp;page=2"' in page
