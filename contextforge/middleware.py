@@ -55,7 +55,7 @@ class RejectNulMiddleware:
             from django.http import HttpResponseBadRequest
 
             message = _("The query string must not contain NUL characters.")
-            if request.path.startswith("/api/"):
+            if request.path.startswith(MACHINE_PREFIXES):
                 return JsonResponse({"detail": message}, status=400)
             return HttpResponseBadRequest(message)
         return self.get_response(request)

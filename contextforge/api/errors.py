@@ -1,4 +1,4 @@
-"""One DRF exception handler, and Django's error handlers under /api/: every error is JSON that names
+"""One DRF exception handler, and Django's error handlers under /api/ and /mcp: every error is JSON that names
 what was wrong."""
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def add_error_responses(result, generator, request, public):
 def _json_error(request, status_code: int, message: str, fallback):
     from django.http import JsonResponse
 
-    if request.path.startswith("/api/"):
+    from contextforge.middleware import MACHINE_PREFIXES
+
+    if request.path.startswith(MACHINE_PREFIXES):
         return JsonResponse({"detail": message}, status=status_code)
     return fallback
 
