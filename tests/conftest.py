@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts import services as account_services
@@ -21,6 +22,12 @@ from knowledge import embeddings
 def embedder():
     """The real all-MiniLM-L6-v2, loaded once per test session."""
     return embeddings.get_model()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_password_hashes():
+    with override_settings(PASSWORD_HASHERS=["tests.hashers.FewRoundsPBKDF2PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True)
