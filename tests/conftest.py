@@ -7,6 +7,7 @@ import socket
 import subprocess
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -34,6 +35,17 @@ def _cheap_password_hashes():
 def _model_loaded_once(embedder):
     # Every test shares the one loaded model; tests that break it (a bad model name) do so by setting.
     yield
+
+
+@pytest.fixture
+def data_dir(tmp_path, settings) -> Path:
+    """A data directory of the test's own (git mirrors, queues) whose models folder is the session's:
+    a fresh one would export the model again (tests/knowledge/test_embeddings.py covers the export)."""
+    path = tmp_path / "data"
+    path.mkdir()
+    (path / "models").symlink_to(Path(settings.DATA_DIR) / "models", target_is_directory=True)
+    settings.DATA_DIR = path
+    return path
 
 
 @pytest.fixture(autouse=True)

@@ -273,12 +273,11 @@ def test_the_page_check_flags_a_translated_phrase_and_an_unwrapped_sentence_left
 
 
 @pytest.fixture
-def memory(cast, tmp_path, settings):
+def memory(cast, tmp_path, settings, data_dir):
     """A project with a fact, a wish, a test fixture and a synced repository whose file moved on."""
     root = tmp_path / "repos"
     root.mkdir()
     settings.CONTEXTFORGE_GIT_LOCAL_ROOTS = [str(root)]
-    settings.DATA_DIR = tmp_path / "data"
     source = GitRepo(root / "backend")
     source.commit("Token signing", {"src/lib/auth.ts": "export const sign = 1\n"}, days_ago=3)
     fact = make_item(

@@ -4,11 +4,10 @@ from tests.gitsync.gitrepo import GitRepo
 
 
 @pytest.fixture
-def roots(tmp_path, settings):
+def roots(tmp_path, settings, data_dir):
     root = tmp_path / "repos"
     root.mkdir()
     settings.CONTEXTFORGE_GIT_LOCAL_ROOTS = [str(root)]
-    settings.DATA_DIR = tmp_path / "data"
     return root
 
 

@@ -20,9 +20,8 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application(
 
 
 @pytest.fixture
-def auth_header(kept_connection, cast, tmp_path, settings):
+def auth_header(kept_connection, cast, tmp_path, settings, data_dir):
     settings.CONTEXTFORGE_GIT_LOCAL_ROOTS = [str(tmp_path)]
-    settings.DATA_DIR = tmp_path / "data"
     repo = GitRepo(tmp_path / "app")
     repo.commit("Auth", {"src/lib/auth.ts": "export const sign = 1\n", "app/views.py": "x = 1\n"})
     repository = git_services.repository_create(project=cast.project, name="app", url=str(repo.path))
