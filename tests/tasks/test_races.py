@@ -32,6 +32,18 @@ def in_thread(call) -> tuple[threading.Thread, list]:
     return thread, result
 
 
+def wait_for_lock_wait(thread: threading.Thread, timeout: float = 10) -> None:
+    """Return once a database session waits for a lock (the request in ``thread`` has read the row and
+    waits for the lock this one holds), or the thread has ended."""
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while thread.is_alive() and time.monotonic() < deadline:
+            cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)")
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+
+
 def test_two_back_to_memory_calls_at_once_answer_200_and_404(cast):
     task = services.wish_to_task(item=make_item(cast.project, "WISH: dark mode", "Please."))
     clients = [api_client_for(cast.owner, project=cast.project) for _ in range(2)]
@@ -53,7 +65,7 @@ def test_a_back_to_memory_waiting_on_a_delete_gets_404(cast):
     with transaction.atomic():
         Task.objects.select_for_update().get(pk=task.pk)  # another request holds the task
         thread, result = in_thread(lambda: client.post(f"/api/v1/tasks/{task.pk}/back-to-memory/"))
-        time.sleep(1)  # the request has read the task and waits for its lock
+        wait_for_lock_wait(thread)  # the request has read the task and waits for its lock
         services.task_delete(task=task, wish="restore")
     thread.join(30)
     assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
@@ -67,7 +79,7 @@ def test_a_task_patch_waiting_on_a_delete_gets_404(cast):
         thread, result = in_thread(
             lambda: client.patch(f"/api/v1/tasks/{task.pk}/", {"status": "done"}, format="json")
         )
-        time.sleep(1)
+        wait_for_lock_wait(thread)
         services.task_delete(task=task)
     thread.join(30)
     assert result[0].status_code == 404
@@ -81,7 +93,7 @@ def test_an_item_patch_waiting_on_a_delete_gets_404(cast):
         thread, result = in_thread(
             lambda: client.patch(f"/api/v1/items/{item.pk}/", {"tags": ["billing"]}, format="json")
         )
-        time.sleep(1)
+        wait_for_lock_wait(thread)
         KnowledgeItem.objects.filter(pk=item.pk).delete()
     thread.join(30)
     assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
