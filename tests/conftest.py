@@ -6,9 +6,11 @@ import importlib
 import socket
 import subprocess
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import override_settings
@@ -35,6 +37,36 @@ def _cheap_password_hashes():
 def _model_loaded_once(embedder):
     # Every test shares the one loaded model; tests that break it (a bad model name) do so by setting.
     yield
+
+
+@pytest.fixture(scope="session")
+def _vectors_by_text() -> dict:
+    return {}
+
+
+@pytest.fixture
+def remembered_embeddings(_vectors_by_text, monkeypatch):
+    """A context in which a text the model has embedded once this session is not embedded again: for
+    fixtures that write the same hundreds of items for every test. The vectors are the model's own."""
+    embed_texts = embeddings.embed_texts
+
+    def remembered(texts: list[str], **kwargs):
+        model = embeddings.model_name()
+        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _vectors_by_text))
+        if missing:
+            vectors = embed_texts(missing, **kwargs)
+            _vectors_by_text.update(((model, t), v) for t, v in zip(missing, vectors, strict=True))
+        if not texts:
+            return embed_texts(texts, **kwargs)
+        return np.stack([_vectors_by_text[model, t] for t in texts])
+
+    @contextmanager
+    def context():
+        with monkeypatch.context() as patch:
+            patch.setattr(embeddings, "embed_texts", remembered)
+            yield
+
+    return context
 
 
 @pytest.fixture

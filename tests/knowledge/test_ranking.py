@@ -62,7 +62,7 @@ def brute_force(project, query: str, limit: int, now, tags=(), text: str = "") -
 
 
 @pytest.fixture
-def memory_of_many_ages(cast):
+def memory_of_many_ages(cast, remembered_embeddings):
     rng = random.Random(7)
     now = timezone.now()
     records = []
@@ -84,7 +84,8 @@ def memory_of_many_ages(cast):
                 },
             )
         )
-    report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
+    with remembered_embeddings():
+        report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
     assert report.created == 240 and report.failed == 0
     return cast
 
