@@ -207,6 +207,7 @@ def forget_caches() -> None:
     """Forget the sizes, files and vectors this process holds (tests; settings changed at run time)."""
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
+    _first_exact_statement.cache_clear()
     _path_indexes.clear()
     matrix.forget()
 
@@ -221,22 +222,61 @@ def _choose_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> tupl
     return (MATRIX if matrix.fits(rows) else EXACT_OVER_BUDGET), rows
 
 
+def _candidates(project_ids: tuple[int, ...], filters: SearchFilters):
+    """The items a search ranks: embedded, in the projects, through the filters."""
+    return (
+        KnowledgeItem.objects.in_projects(project_ids)
+        .embedded()
+        .with_tags(list(filters.tags))
+        .matching(filters.texts)
+        .referencing(filters.paths)
+    )
+
+
+def _ordered(candidates_qs, query_vector: np.ndarray):
+    """The candidates' stream columns, nearest first."""
+    # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+    distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
+    ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
+    return ordered.values_list("id", "distance", *COLUMNS)
+
+
+# Stands for the query vector in the compiled first statement below (its only vector parameter).
+_SOME_VECTOR = np.array([0.5], dtype=np.float32)
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of ``vector``."""
+    return "[" + ",".join(map(str, vector.tolist())) + "]"
+
+
+@lru_cache(maxsize=_SIZE_CACHE)
+def _first_exact_statement(project_ids: tuple[int, ...], filters: SearchFilters, rows: int):
+    """The exact stream's first statement for these projects and filters, compiled once, and the position
+    of its query vector parameter (in the select list, so before any parameter of the filters).
+
+    Raw SQL: building and compiling the annotated QuerySet costs more CPU than PostgreSQL's scan of a
+    small project; between searches only the query vector changes."""
+    ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR)[:rows]
+    sql, params = ordered.query.sql_with_params()
+    return sql, list(params), list(params).index(_vector_text(_SOME_VECTOR))
+
+
 def _exact_stream(
-    candidates_qs, query_vector: np.ndarray, limit: int
+    project_ids: tuple[int, ...], filters: SearchFilters, query_vector: np.ndarray, limit: int
 ) -> Iterator[tuple[Candidates, float | None]]:
     """PostgreSQL's exact scan and sort: the first chunk in one statement (most searches need no more),
     then, only if asked, every row again from the top through a server-side cursor, less the rows
     already handed over (a row written in between is ranked once, as one of the two reads saw it)."""
-    # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
-    distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
-    ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
-    columns = ordered.values_list("id", "distance", *COLUMNS)
 
     def chunk(batch: list[tuple]) -> Candidates:
         return Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
 
     first = max(FIRST_EXACT_ROWS, 4 * limit)
-    batch = list(columns[: first + 1])
+    sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params[:at], _vector_text(query_vector), *params[at + 1 :]])
+        batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:
             yield chunk(batch), None
@@ -244,7 +284,7 @@ def _exact_stream(
     yield chunk(batch[:first]), 1.0 - batch[first][1]
     seen = {row[0] for row in batch[:first]}
     size = 2 * first
-    rows = columns.iterator(chunk_size=size)
+    rows = _ordered(_candidates(project_ids, filters), query_vector).iterator(chunk_size=size)
     with transaction.atomic(), closing(rows):  # the cursor closes before the transaction ends
         while batch := list(islice(rows, size)):
             rest = 1.0 - batch[-1][1] if len(batch) == size else None
@@ -391,9 +431,6 @@ def search(
         strategy = EXACT_OVER_BUDGET
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
-    candidates = (
-        scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
-    )
     # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
     # the copy before its product; one that matches more (it may take a scan of every row to find them
     # all, as `-TODO` does) is asked only of the rows the stream hands over (_matching).
@@ -401,7 +438,7 @@ def search(
     # sends a part's ids as one array value, where `id__in` writes a placeholder per id).
     only = matching = None
     if strategy == MATRIX and filters.narrows:
-        matching = candidates.order_by().values_list("id").query.sql_with_params()
+        matching = _candidates(project_ids, filters).order_by().values_list("id").query.sql_with_params()
         only = _matching_ids(matching, limit=MASKED_MAX + 1)
         only = only if len(only) <= MASKED_MAX else None
 
@@ -411,7 +448,7 @@ def search(
     embed_ms = (time.perf_counter() - embed_started) * 1000
     while True:
         if strategy != MATRIX:
-            stream = _exact_stream(candidates, query_vector, limit)
+            stream = _exact_stream(project_ids, filters, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
             if matching and only is None:
