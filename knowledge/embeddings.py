@@ -5,8 +5,9 @@
 
 ``CONTEXTFORGE_EMBEDDING_BACKEND`` picks the engine. ``onnx`` (the default) runs the model through ONNX
 Runtime: the first process that needs it exports the model folder's own weights once, with torch's
-exporter, into ``DATA_DIR/models/`` beside the file's SHA-256; later processes check that hash and load
-the file. ``torch`` runs sentence-transformers itself. A model that is not a local folder of a
+exporter, fuses a BERT model's attention, LayerNorm and GELU subgraphs with ONNX Runtime's transformer
+optimizer, and writes the result into ``DATA_DIR/models/`` beside the file's SHA-256; later processes
+check that hash and load the file. ``torch`` runs sentence-transformers itself. A model that is not a local folder of a
 Transformer with mean pooling (the ONNX engine computes exactly that pipeline), or an export that cannot
 be made or loaded, runs on torch after one warning line: a backend problem never fails a request.
 """
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 # Part of the export's file name: bump it when the exported graph changes, so old exports are redone.
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"
 ONNX_OPSET = 17
 
 
@@ -240,7 +241,8 @@ def _onnx_pipeline(folder: Path) -> dict | None:
 
 def _fingerprint(folder: Path) -> str:
     """Names the export after what it is made of: the model's files, the exporter, the format version."""
-    exporter = f"{EXPORT_VERSION} {ONNX_OPSET} torch {importlib.metadata.version('torch')}"
+    versions = " ".join(f"{p} {importlib.metadata.version(p)}" for p in ("torch", "onnxruntime"))
+    exporter = f"{EXPORT_VERSION} {ONNX_OPSET} {versions}"
     digest = hashlib.sha256(exporter.encode())
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
         stat = path.stat()
@@ -267,7 +269,12 @@ def _export_intact(target: Path) -> bool:
 
 
 def export_onnx(folder: Path, target: Path) -> None:
-    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it)."""
+    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it).
+
+    A BERT model is exported with eager attention, whose graph ONNX Runtime's optimizer recognises, and
+    leaves it with its attention, embedding LayerNorm, residual LayerNorms and GELUs fused into one
+    operator each (the fused ops are ONNX Runtime's own, which is what runs the file).
+    """
     import torch
     from transformers import AutoModel
 
@@ -283,7 +290,7 @@ def export_onnx(folder: Path, target: Path) -> None:
             mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
             return (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
-    transformer = AutoModel.from_pretrained(str(folder)).eval()
+    transformer = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     sample = torch.ones((2, 8), dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
@@ -305,6 +312,16 @@ def export_onnx(folder: Path, target: Path) -> None:
             opset_version=ONNX_OPSET,
             dynamo=False,  # the TorchScript exporter: needs `onnx` but not `onnxscript`
         )
+    config = transformer.config
+    if config.model_type == "bert":
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        optimize_model(
+            str(partial),
+            model_type="bert",
+            num_heads=config.num_attention_heads,
+            hidden_size=config.hidden_size,
+        ).save_model_to_file(str(partial))
     # The hash is written before the file appears under its name: a reader never sees a file without one.
     target.with_name(target.name + ".sha256").write_text(_sha256(partial) + "\n")
     os.replace(partial, target)

