@@ -106,6 +106,23 @@ def test_cosines_from_onnx_agree_with_torch_on_500_varied_texts(embedder, torch_
     assert np.abs(one_by_one @ onnx.T - reference[:60] @ reference.T).max() < TOLERANCE
 
 
+def test_the_int8_setting_runs_a_quantized_copy_whose_cosines_stay_near_torchs(
+    settings, embedder, torch_model
+):
+    settings.CONTEXTFORGE_EMBEDDING_INT8 = True
+    quantized = embeddings.get_model()
+    graph = onnx.load(str(embeddings.export_path(embedder.folder))).graph
+    texts = varied_texts()[:120]
+    vectors = embeddings.embed_texts(texts)
+    reference = torch_model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+
+    assert isinstance(quantized, embeddings.OnnxModel) and quantized is not embedder
+    # Each of the 6 layers' attention output and both feed-forward products.
+    assert sum(node.op_type == "MatMulInteger" for node in graph.node) == 6 * 3
+    error = np.abs(vectors @ vectors.T - reference @ reference.T).max()
+    assert TOLERANCE < error < 0.15  # another computation, near the same one
+
+
 def test_text_past_the_window_is_cut_where_torch_cuts_it(embedder, torch_model):
     window = " ".join(f"{w} {i}" for i, w in enumerate(WORDS * 12))
     assert len(embedder.tokenizer.encode(window).ids) == 256
