@@ -50,6 +50,7 @@ def main(argv=None) -> int:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
 
     from accounts import services as accounts
@@ -65,10 +66,11 @@ def main(argv=None) -> int:
     texts = [f"{r['title']}\n{r['content']}\n" for r in records]
     model = embeddings.get_model()
 
-    def raw_model_rate() -> float:
-        started = time.perf_counter()
+    def raw_model_rate() -> tuple[float, float]:
+        """Texts per second and per CPU second of this process."""
+        started, cpu = time.perf_counter(), time.process_time()
         model.encode(texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
-        return len(texts) / (time.perf_counter() - started)
+        return len(texts) / (time.perf_counter() - started), len(texts) / (time.process_time() - cpu)
 
     def upload(**options):
         return services.import_upload(
@@ -91,15 +93,19 @@ def main(argv=None) -> int:
             project=project, format="markdown", name="vault.zip", data=archive, queue=False
         )
         ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         job = services.import_job_run(job=job)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert job.status == "done" and job.result["created"] == args.notes, (job.status, job.error)
         raw_rates.append(raw_model_rate())
         rounds.append(
             {
                 "items_per_s": args.notes / elapsed,
-                "raw_model_texts_per_s": (raw_rates[-2] + raw_rates[-1]) / 2,
+                # On a loaded machine the wall time says how long the process waited for a core; the CPU
+                # time of this process (PostgreSQL's share of the COPY not counted) what it cost.
+                "items_per_cpu_s": args.notes / cpu,
+                "raw_model_texts_per_s": (raw_rates[-2][0] + raw_rates[-1][0]) / 2,
+                "raw_model_texts_per_cpu_s": (raw_rates[-2][1] + raw_rates[-1][1]) / 2,
             }
         )
     ratios = [r["items_per_s"] / r["raw_model_texts_per_s"] for r in rounds]
@@ -115,8 +121,13 @@ def main(argv=None) -> int:
         "zip_bytes": len(archive),
         "dry_run_s": statistics.median(dry),
         "dry_runs_s": dry,
+        "backend": embeddings.status()["backend"],
+        "int8": settings.CONTEXTFORGE_EMBEDDING_INT8,
+        "load_average": os.getloadavg(),
         "items_per_s": middle["items_per_s"],
+        "items_per_cpu_s": middle["items_per_cpu_s"],
         "raw_model_texts_per_s": middle["raw_model_texts_per_s"],
+        "raw_model_texts_per_cpu_s": middle["raw_model_texts_per_cpu_s"],
         "ratio": statistics.median(ratios),
         "rounds": rounds,
         "reimport_unchanged_s": reimport_s,
@@ -127,13 +138,20 @@ def main(argv=None) -> int:
 
 
 def report_result(r: dict) -> None:
-    print(f"\n== import of a Markdown zip of {r['notes']:,} notes ({r['zip_bytes'] / 1e6:.1f} MB) ==")
+    print(
+        f"\n== import of a Markdown zip of {r['notes']:,} notes ({r['zip_bytes'] / 1e6:.1f} MB; "
+        f"{r['backend']}{' int8' if r['int8'] else ''}, load average {r['load_average'][0]:.1f}) =="
+    )
     print(
         f"  dry run                    {r['dry_run_s']:.2f} s (median of {len(r['dry_runs_s'])}; target < 5 s)"
     )
     print(
         f"  import job                 {r['items_per_s']:.1f} items/s vs raw model {r['raw_model_texts_per_s']:.1f}"
         f" texts/s -> {r['ratio']:.2f}x (target >= 0.8x)"
+    )
+    print(
+        f"  per CPU second             import {r['items_per_cpu_s']:.1f} items, raw model "
+        f"{r['raw_model_texts_per_cpu_s']:.1f} texts"
     )
     print(f"  re-import, all unchanged   {r['reimport_unchanged_s']:.2f} s")
 

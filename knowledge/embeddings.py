@@ -5,10 +5,13 @@
 
 ``CONTEXTFORGE_EMBEDDING_BACKEND`` picks the engine. ``onnx`` (the default) runs the model through ONNX
 Runtime: the first process that needs it exports the model folder's own weights once, with torch's
-exporter, into ``DATA_DIR/models/`` beside the file's SHA-256; later processes check that hash and load
-the file. ``torch`` runs sentence-transformers itself. A model that is not a local folder of a
-Transformer with mean pooling (the ONNX engine computes exactly that pipeline), or an export that cannot
-be made or loaded, runs on torch after one warning line: a backend problem never fails a request.
+exporter, fuses a BERT model's attention, LayerNorm and GELU subgraphs with ONNX Runtime's transformer
+optimizer, and writes the result into ``DATA_DIR/models/`` beside the file's SHA-256; later processes
+check that hash and load the file. ``CONTEXTFORGE_EMBEDDING_INT8`` runs instead a copy of that export
+whose matrix products ONNX Runtime quantized dynamically to int8 (made once the same way). ``torch``
+runs sentence-transformers itself. A model that is not a local folder of a Transformer with mean
+pooling (the ONNX engine computes exactly that pipeline), or an export that cannot be made or loaded,
+runs on torch after one warning line: a backend problem never fails a request.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 # Part of the export's file name: bump it when the exported graph changes, so old exports are redone.
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"
 ONNX_OPSET = 17
 
 
@@ -63,6 +66,7 @@ def _cache_key() -> tuple:
         model_name(),
         settings.CONTEXTFORGE_EMBEDDING_BACKEND,
         settings.CONTEXTFORGE_EMBEDDING_THREADS,
+        settings.CONTEXTFORGE_EMBEDDING_INT8,
         str(settings.DATA_DIR),
     )
 
@@ -240,7 +244,8 @@ def _onnx_pipeline(folder: Path) -> dict | None:
 
 def _fingerprint(folder: Path) -> str:
     """Names the export after what it is made of: the model's files, the exporter, the format version."""
-    exporter = f"{EXPORT_VERSION} {ONNX_OPSET} torch {importlib.metadata.version('torch')}"
+    versions = " ".join(f"{p} {importlib.metadata.version(p)}" for p in ("torch", "onnxruntime"))
+    exporter = f"{EXPORT_VERSION} {ONNX_OPSET} {versions}"
     digest = hashlib.sha256(exporter.encode())
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
         stat = path.stat()
@@ -248,9 +253,13 @@ def _fingerprint(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def export_path(folder: Path) -> Path:
-    """Where the current model's export lives (made or not)."""
-    return Path(settings.DATA_DIR) / "models" / f"{Path(model_name()).name}-{_fingerprint(folder)}.onnx"
+def export_path(folder: Path, *, int8: bool | None = None) -> Path:
+    """Where the current model's export lives (made or not); its int8 copy's if ``int8`` (by default: if
+    the setting asks for int8)."""
+    if int8 is None:
+        int8 = settings.CONTEXTFORGE_EMBEDDING_INT8
+    name = f"{Path(model_name()).name}-{_fingerprint(folder)}{'-int8' if int8 else ''}.onnx"
+    return Path(settings.DATA_DIR) / "models" / name
 
 
 def _sha256(path: Path) -> str:
@@ -267,7 +276,12 @@ def _export_intact(target: Path) -> bool:
 
 
 def export_onnx(folder: Path, target: Path) -> None:
-    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it)."""
+    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it).
+
+    A BERT model is exported with eager attention, whose graph ONNX Runtime's optimizer recognises, and
+    leaves it with its attention, embedding LayerNorm, residual LayerNorms and GELUs fused into one
+    operator each (the fused ops are ONNX Runtime's own, which is what runs the file).
+    """
     import torch
     from transformers import AutoModel
 
@@ -283,7 +297,7 @@ def export_onnx(folder: Path, target: Path) -> None:
             mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
             return (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
-    transformer = AutoModel.from_pretrained(str(folder)).eval()
+    transformer = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     sample = torch.ones((2, 8), dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
@@ -305,9 +319,64 @@ def export_onnx(folder: Path, target: Path) -> None:
             opset_version=ONNX_OPSET,
             dynamo=False,  # the TorchScript exporter: needs `onnx` but not `onnxscript`
         )
+    config = transformer.config
+    if config.model_type == "bert":
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        optimize_model(
+            str(partial),
+            model_type="bert",
+            num_heads=config.num_attention_heads,
+            hidden_size=config.hidden_size,
+        ).save_model_to_file(str(partial))
+    _publish(partial, target)
+
+
+def quantize_onnx(source: Path, target: Path) -> None:
+    """Write ``source`` with its MatMul weights quantized to int8 per channel, and activations per call."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    # The quantizer logs on the root logger, a line for every tensor of the fused operators it cannot type.
+    root = logging.getLogger()
+
+    def quiet(record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
+
+    root.addFilter(quiet)
+    try:
+        quantize_dynamic(
+            source,
+            partial,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            # The fused operators are ONNX Runtime's own, which ONNX's shape inference cannot type.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.removeFilter(quiet)
+    _publish(partial, target)
+
+
+def _publish(partial: Path, target: Path) -> None:
     # The hash is written before the file appears under its name: a reader never sees a file without one.
     target.with_name(target.name + ".sha256").write_text(_sha256(partial) + "\n")
     os.replace(partial, target)
+
+
+def _make_once(target: Path, make) -> None:
+    """``make(target)`` unless ``target`` is there and matches its hash."""
+    # One process makes the file while the others wait for it instead of making it too.
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _export_intact(target):
+            if target.exists():
+                logger.warning("ONNX export %s does not match its hash; making it again", target)
+            else:
+                logger.info("making %s (once)", target)
+            make(target)
 
 
 def _load_onnx(path: str) -> OnnxModel | None:
@@ -319,17 +388,12 @@ def _load_onnx(path: str) -> OnnxModel | None:
             logger.info("embedding model %s has no ONNX pipeline; using torch", path)
         return None
     try:
-        target = export_path(folder)
+        target = export_path(folder, int8=False)
         target.parent.mkdir(parents=True, exist_ok=True)
-        # One process exports while the others wait for its file instead of exporting too.
-        with open(target.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not _export_intact(target):
-                if target.exists():
-                    logger.warning("ONNX export %s does not match its hash; exporting it again", target)
-                else:
-                    logger.info("exporting %s to ONNX at %s (once)", path, target)
-                export_onnx(folder, target)
+        _make_once(target, lambda to: export_onnx(folder, to))
+        if settings.CONTEXTFORGE_EMBEDDING_INT8:
+            fp32, target = target, export_path(folder, int8=True)
+            _make_once(target, lambda to: quantize_onnx(fp32, to))
         return OnnxModel(target, folder, **pipeline)
     except Exception as exc:  # no onnxruntime, an export that fails, a file it cannot read: torch serves
         logger.warning("ONNX engine unavailable for %s, using torch: %s: %s", path, type(exc).__name__, exc)

