@@ -253,37 +253,18 @@ def _exact_stream(
                 yield chunk(fresh), rest
 
 
-def _matching_ids(matching: tuple[str, list], *, limit: int) -> np.ndarray:
-    """Up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids query), in one
-    array (one value to parse, not a row per item)."""
+def _matching_ids(matching: tuple[str, list], *, limit: int) -> matrix.Alongside:
+    """A subquery of up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids
+    query), in one array (one value to parse, not a row per item)."""
     sql, params = matching
+    return matrix.Alongside(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", (*params, limit))
+
+
+def _read_alone(alongside: matrix.Alongside) -> None:
+    """Read ``alongside`` in a statement of its own (no catch-up statement read it)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", [*params, limit])
-        return np.array(cursor.fetchone()[0], dtype=np.int64)
-
-
-def _matching(stream, matching: tuple[str, list], limit: int) -> Iterator[tuple[Candidates, float | None]]:
-    """The rows of the in-memory ``stream`` that the filtered candidates ``matching`` (their compiled ids
-    query) hold, each chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the
-    exact stream's first statement reads, then twice as many each time. A part's bound is the next
-    row's cosine (the chunk's own bound after its last part): no row after it, kept or dropped, has a
-    higher one."""
-    sql, params = matching
-    size = max(FIRST_EXACT_ROWS, 4 * limit)
-    with closing(stream), connection.cursor() as cursor:
-        for chunk, rest in stream:
-            order = np.argsort(-chunk.cosines, kind="stable")
-            start = 0
-            while start < len(order):
-                rows, start = order[start : start + size], start + size
-                part = chunk.kept(rows)
-                cursor.execute(
-                    f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, part.ids.tolist()]
-                )
-                found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
-                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
-                yield part.kept(np.isin(part.ids, found)), bound
-                size *= 2
+        cursor.execute(f"SELECT ({alongside.sql})", alongside.params)
+        alongside.value, alongside.read = cursor.fetchone()[0], True
 
 
 @dataclass
@@ -299,6 +280,16 @@ class _Scored:
     def best(self, limit: int) -> list[int]:
         """Rows of the ``limit`` best, best first: by final score, then cosine, then the older id."""
         return np.lexsort((self.candidates.ids, -self.candidates.cosines, -self.final))[:limit].tolist()
+
+    def kept(self, rows) -> _Scored:
+        """The rows ``rows`` (positions) picks, in its order."""
+        return _Scored(
+            self.candidates.kept(rows),
+            self.recency[rows],
+            self.git[rows],
+            self.penalty[rows],
+            self.final[rows],
+        )
 
     def signals(self, row: int) -> Signals:
         return Signals(
@@ -348,6 +339,58 @@ def _read(
     return read, needed
 
 
+def _read_checked(
+    stream, hits: tuple[str, list], *, limit: int, now: datetime, paths: dict[int, PathIndex], since: float
+) -> tuple[_Scored | None, int, dict[int, KnowledgeItem]]:
+    """What ``_read`` gives for the rows of ``stream`` that the filtered candidates hold, and their items:
+    each chunk is scored whole, then asked of PostgreSQL in parts, best final score first, by one
+    statement per part that keeps the rows matching the filter and reads the items (``hits``, their
+    compiled query) of the best of them. A chunk's rows after its ``limit``-th match cannot enter the
+    top ``limit``, so most searches make one statement, where the plain search reads its hits. A part
+    is sized to hold twice the matches still needed at the rate the parts before it matched.
+
+    Also how many rows were checked against the filter."""
+    sql, params = hits
+    # Raw SQL: the part's ids go as one array value, whose ordinality orders the matches; each id is
+    # looked up by itself (OFFSET 0 keeps the lateral subquery a nested loop), so PostgreSQL stops at the
+    # last match needed and marks only those, where a join over every match would read them all.
+    part_sql = (
+        "SELECT matching.* FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
+        f" LATERAL (SELECT * FROM ({sql}) hits WHERE hits.id = part.id OFFSET 0) matching"
+        " ORDER BY part.n LIMIT %s"
+    )
+    live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
+    git_possible = bool(live)
+    kept: list[_Scored] = []
+    items: dict[int, KnowledgeItem] = {}
+    kth, checked, matched = -np.inf, 0, 0
+    with closing(stream):
+        for chunk, rest in stream:
+            scored = _score(chunk, now.timestamp(), live, since)
+            order = np.array(scored.best(len(chunk)), dtype=np.int64)
+            found: list[int] = []  # rows of this chunk that match, best first
+            start = 0
+            while start < len(order) and len(found) < limit and scored.final[order[start]] >= kth:
+                need = limit - len(found)
+                size = max(FIRST_EXACT_ROWS, 4 * limit, 2 * need * checked // max(matched, 1))
+                rows = order[start : start + size]
+                ids = scored.candidates.ids[rows].tolist()
+                row_of = dict(zip(ids, rows.tolist(), strict=True))
+                part = list(KnowledgeItem.objects.raw(part_sql, [ids, *params, need]))
+                items.update((item.pk, item) for item in part)
+                found += [row_of[item.pk] for item in part]
+                start += size
+                checked, matched = checked + len(rows), matched + len(part)
+            if found:
+                kept.append(scored.kept(found))
+            finals = np.concatenate([k.final for k in kept]) if kept else np.empty(0)
+            if len(finals) >= limit:
+                kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
+            if rest is None or score_ceiling(rest, git_possible=git_possible) < kth:
+                break  # no later row can enter
+    return (concat(kept) if kept else None), checked, items
+
+
 HIGHLIGHTED = ("title", "content")
 
 
@@ -356,6 +399,15 @@ def highlights_data(hit: Hit) -> dict | None:
     if not hit.highlights:
         return None
     return {name: [vars(span) for span in spans] for name, spans in hit.highlights.items()}
+
+
+def _hits_query(items, filters: SearchFilters):
+    """``items`` as a search reads its hits: unordered (in_bulk's dict has no order), each hit's project
+    to be taken from the search's ``projects`` (not a join), and with the keyword matches marked."""
+    items = items.without_embedding().order_by()
+    if filters.texts:
+        items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
+    return items
 
 
 def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
@@ -386,24 +438,31 @@ def search(
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)
     since = _window_start(now)
-    snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
-    if snapshots is None:  # larger than the budget once read
-        strategy = EXACT_OVER_BUDGET
-    elif snapshots is matrix.LOADING:
-        strategy = EXACT_WHILE_LOADING
     candidates = (
         scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
     )
     # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
     # the copy before its product; one that matches more (it may take a scan of every row to find them
-    # all, as `-TODO` does) is asked only of the rows the stream hands over (_matching).
-    # Raw SQL: the ids query is compiled once for both reads, which select from it (`id = ANY(%s)`
-    # sends a part's ids as one array value, where `id__in` writes a placeholder per id).
-    only = matching = None
+    # all, as `-TODO` does) is asked only of the best rows the stream hands over, in the statement that
+    # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
+    # up to MASKED_MAX + 1 matching ids too.
+    matching = None
     if strategy == MATRIX and filters.narrows:
-        matching = candidates.order_by().values_list("id").query.sql_with_params()
-        only = _matching_ids(matching, limit=MASKED_MAX + 1)
-        only = only if len(only) <= MASKED_MAX else None
+        matching = _matching_ids(
+            candidates.order_by().values_list("id").query.sql_with_params(), limit=MASKED_MAX + 1
+        )
+    snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
+    if snapshots is None:  # larger than the budget once read
+        strategy = EXACT_OVER_BUDGET
+    elif snapshots is matrix.LOADING:
+        strategy = EXACT_WHILE_LOADING
+    only = checked = None
+    if strategy == MATRIX and matching is not None:
+        if not matching.read:
+            _read_alone(matching)
+        only = np.array(matching.value, dtype=np.int64)
+        if len(only) > MASKED_MAX:
+            only, checked = None, _hits_query(candidates, filters).query.sql_with_params()
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -414,9 +473,13 @@ def search(
             stream = _exact_stream(candidates, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
-            if matching and only is None:
-                stream = _matching(stream, matching, limit)
-        read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
+        if checked is not None:
+            read, scanned, items = _read_checked(
+                stream, checked, limit=limit, now=now, paths=paths, since=since
+            )
+        else:
+            read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
+            items = None
         if read is None:
             ranked, items = [], {}
             break
@@ -426,13 +489,8 @@ def search(
             for row in read.best(limit)
             if min_score is None or read.final[row] >= min_score
         ]
-        # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
-        read_items = scope.without_embedding().order_by()
-        if filters.texts:
-            read_items = read_items.annotate(
-                **{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED}
-            )
-        items = read_items.in_bulk([item_id for _row, item_id in ranked])
+        if items is None:
+            items = _hits_query(scope, filters).in_bulk([item_id for _row, item_id in ranked])
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]

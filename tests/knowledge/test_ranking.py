@@ -136,54 +136,49 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: parts checked"])
 @pytest.mark.parametrize(
-    ("query", "text"),
+    ("query", "text", "several_parts"),
     [
-        ("redis caching decision", "-TODO"),
-        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+        ("redis caching decision", "-TODO", False),  # most items match: the first part holds the top k
+        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go", True),
     ],
 )
-def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
-    memory_of_many_ages, query, text, masked_max, monkeypatch, settings
+def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_parts(
+    memory_of_many_ages, query, text, several_parts, masked_max, monkeypatch, settings
 ):
     import importlib
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from knowledge.ranking import forget_caches, matrix
 
     search_module = importlib.import_module("knowledge.ranking.search")
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    # Chunks larger than the parts checked of them (four times the limit): whether the next part is read
-    # rests on each part's bound.
+    # Small chunks and parts: a search checks several parts, of several chunks, each with its own statement.
     monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
     monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 1)
     monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
-    real_matching = search_module._matching
-    checked = []  # per search: each part the checked stream handed over, and its bound
-
-    def matching(stream, matching_ids, limit):
-        checked.append([])
-        for part, bound in real_matching(stream, matching_ids, limit):
-            checked[-1].append((part, bound))
-            yield part, bound
-
-    monkeypatch.setattr(search_module, "_matching", matching)
     forget_caches()
     project, now = memory_of_many_ages.project, timezone.now()
+    parts_checked = []  # per search: the statements that checked a part
     for limit in (1, 10, 25):
-        result = search(projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,)))
+        with CaptureQueriesContext(connection) as queries:
+            result = search(
+                projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,))
+            )
+        parts_checked.append(sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries))
         expected = brute_force(project, query, limit, now, text=text)
         assert result.strategy == "matrix"
         assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
         assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
-    assert bool(checked) == (masked_max == 0)
-    matching_ids = set(project.items.matching([text]).values_list("pk", flat=True))
-    for parts in checked:
-        for n, (part, bound) in enumerate(parts):
-            assert set(part.ids.tolist()) <= matching_ids
-            later = [float(p.cosines.max()) for p, _ in parts[n + 1 :] if len(p)]
-            assert bound is not None or not later
-            assert all(cosine <= bound + 1e-9 for cosine in later), n
+        # Highlights come with the hits read (an excluded word marks nothing).
+        assert {any(h.highlights.values()) for h in result.hits} == {text != "-TODO"}
+    if masked_max:
+        assert parts_checked == [0, 0, 0]
+    else:
+        assert min(parts_checked) >= 1 and (max(parts_checked) > 1) == several_parts
     forget_caches()
 
 
