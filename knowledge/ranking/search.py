@@ -162,8 +162,8 @@ def _projects(projects) -> dict[int, Project]:
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
 # Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
-# before the product; past it the stream's chunks are checked against the filter instead (_matching),
-# one query per chunk read, and most searches read one chunk.
+# before the product; past it the stream's chunks are checked against the filter instead, in the
+# statement that reads the hits (_read_checked).
 MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
@@ -207,6 +207,7 @@ def forget_caches() -> None:
     """Forget the sizes, files and vectors this process holds (tests; settings changed at run time)."""
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
+    _narrowed_sql.cache_clear()
     _path_indexes.clear()
     matrix.forget()
 
@@ -253,11 +254,54 @@ def _exact_stream(
                 yield chunk(fresh), rest
 
 
-def _matching_ids(matching: tuple[str, list], *, limit: int) -> matrix.Alongside:
-    """A subquery of up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids
-    query), in one array (one value to parse, not a row per item)."""
-    sql, params = matching
-    return matrix.Alongside(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", (*params, limit))
+@dataclass(frozen=True)
+class _NarrowedSQL:
+    """The statements of a search narrowed by keywords or paths over some projects, compiled once per
+    process (compiling the keyword query and its highlights takes longer than running them). Raw SQL:
+    each selects from a compiled query, with ids sent as one array value."""
+
+    # Up to a limit of ids of the filtered candidates, in one array (one value to parse, not a row per
+    # item), as a subquery read in the catch-up statement.
+    matching_ids: tuple[str, tuple]
+    # The filtered candidates among an array of ids that match, as items with their highlights, in the
+    # array's order, up to a limit; each id is looked up by itself (OFFSET 0 keeps the lateral subquery a
+    # nested loop), so PostgreSQL stops at the last match needed and marks only those, where a join over
+    # every match would read them all.
+    checked: tuple[str, tuple]
+    # The items of an array of ids, with their highlights (a deleted one is missing).
+    hits: tuple[str, tuple]
+
+
+@lru_cache(maxsize=256)  # a few kilobytes each: the latest keyword queries' statements
+def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _NarrowedSQL:
+    scope = KnowledgeItem.objects.in_projects(project_ids)
+    candidates = _candidates(scope, filters)
+    ids, ids_params = candidates.order_by().values_list("id").query.sql_with_params()
+    checked, checked_params = _hits_query(candidates, filters).query.sql_with_params()
+    hits, hits_params = _hits_query(scope, filters).query.sql_with_params()
+    return _NarrowedSQL(
+        matching_ids=(
+            f"SELECT ARRAY(SELECT id FROM ({ids}) matching LIMIT %s)",
+            ids_params,
+        ),
+        checked=(
+            "SELECT matching.* FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
+            f" LATERAL (SELECT * FROM ({checked}) hits WHERE hits.id = part.id OFFSET 0) matching"
+            " ORDER BY part.n LIMIT %s",
+            checked_params,
+        ),
+        hits=(f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", hits_params),
+    )
+
+
+def _array(ids: list[int]) -> str:
+    """``ids`` as PostgreSQL's text of a ``bigint[]``: psycopg adapts a list element by element, in Python
+    when it binds on the client, which takes longer than the statement for a chunk's ids."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
+def _candidates(scope, filters: SearchFilters):
+    return scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
 
 
 def _read_alone(alongside: matrix.Alongside) -> None:
@@ -340,55 +384,47 @@ def _read(
 
 
 def _read_checked(
-    stream, hits: tuple[str, list], *, limit: int, now: datetime, paths: dict[int, PathIndex], since: float
+    stream,
+    checked: tuple[str, tuple],
+    *,
+    limit: int,
+    now: datetime,
+    paths: dict[int, PathIndex],
+    since: float,
 ) -> tuple[_Scored | None, int, dict[int, KnowledgeItem]]:
-    """What ``_read`` gives for the rows of ``stream`` that the filtered candidates hold, and their items:
-    each chunk is scored whole, then asked of PostgreSQL in parts, best final score first, by one
-    statement per part that keeps the rows matching the filter and reads the items (``hits``, their
-    compiled query) of the best of them. A chunk's rows after its ``limit``-th match cannot enter the
-    top ``limit``, so most searches make one statement, where the plain search reads its hits. A part
-    is sized to hold twice the matches still needed at the rate the parts before it matched.
+    """What ``_read`` gives for the rows of ``stream`` that the filtered candidates hold, and their items.
 
-    Also how many rows were checked against the filter."""
-    sql, params = hits
-    # Raw SQL: the part's ids go as one array value, whose ordinality orders the matches; each id is
-    # looked up by itself (OFFSET 0 keeps the lateral subquery a nested loop), so PostgreSQL stops at the
-    # last match needed and marks only those, where a join over every match would read them all.
-    part_sql = (
-        "SELECT matching.* FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
-        f" LATERAL (SELECT * FROM ({sql}) hits WHERE hits.id = part.id OFFSET 0) matching"
-        " ORDER BY part.n LIMIT %s"
-    )
+    Each chunk is scored whole and its rows, best final score first, are asked of PostgreSQL in one
+    statement (``checked``, _NarrowedSQL's) that keeps the first ``limit`` that match the filter and
+    reads their items: a chunk's rows after its ``limit``-th match cannot enter the top ``limit``, and
+    PostgreSQL looks no further than that match. So most searches make one statement, where a plain
+    search reads its hits. The count is of the rows the top ``limit`` had to be checked against."""
+    sql, params = checked
     live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
     git_possible = bool(live)
     kept: list[_Scored] = []
     items: dict[int, KnowledgeItem] = {}
-    kth, checked, matched = -np.inf, 0, 0
+    kth, scanned = -np.inf, 0
     with closing(stream):
         for chunk, rest in stream:
             scored = _score(chunk, now.timestamp(), live, since)
-            order = np.array(scored.best(len(chunk)), dtype=np.int64)
-            found: list[int] = []  # rows of this chunk that match, best first
-            start = 0
-            while start < len(order) and len(found) < limit and scored.final[order[start]] >= kth:
-                need = limit - len(found)
-                size = max(FIRST_EXACT_ROWS, 4 * limit, 2 * need * checked // max(matched, 1))
-                rows = order[start : start + size]
+            rows = np.array(scored.best(len(chunk)), dtype=np.int64)
+            rows = rows[scored.final[rows] >= kth]  # below the k-th best so far: cannot enter
+            if len(rows):
                 ids = scored.candidates.ids[rows].tolist()
-                row_of = dict(zip(ids, rows.tolist(), strict=True))
-                part = list(KnowledgeItem.objects.raw(part_sql, [ids, *params, need]))
-                items.update((item.pk, item) for item in part)
-                found += [row_of[item.pk] for item in part]
-                start += size
-                checked, matched = checked + len(rows), matched + len(part)
-            if found:
-                kept.append(scored.kept(found))
+                position = {item_id: n for n, item_id in enumerate(ids)}
+                matches = list(KnowledgeItem.objects.raw(sql, [_array(ids), *params, limit]))
+                items.update((item.pk, item) for item in matches)
+                found = [position[item.pk] for item in matches]
+                scanned += found[-1] + 1 if len(found) == limit else len(rows)
+                if found:
+                    kept.append(scored.kept(rows[found]))
             finals = np.concatenate([k.final for k in kept]) if kept else np.empty(0)
             if len(finals) >= limit:
                 kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
             if rest is None or score_ceiling(rest, git_possible=git_possible) < kth:
                 break  # no later row can enter
-    return (concat(kept) if kept else None), checked, items
+    return (concat(kept) if kept else None), scanned, items
 
 
 HIGHLIGHTED = ("title", "content")
@@ -438,19 +474,17 @@ def search(
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)
     since = _window_start(now)
-    candidates = (
-        scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
-    )
+    candidates = _candidates(scope, filters)
+    narrowed = _narrowed_sql(project_ids, filters) if filters.narrows else None
     # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
     # the copy before its product; one that matches more (it may take a scan of every row to find them
     # all, as `-TODO` does) is asked only of the best rows the stream hands over, in the statement that
     # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
     # up to MASKED_MAX + 1 matching ids too.
     matching = None
-    if strategy == MATRIX and filters.narrows:
-        matching = _matching_ids(
-            candidates.order_by().values_list("id").query.sql_with_params(), limit=MASKED_MAX + 1
-        )
+    if narrowed and strategy == MATRIX:
+        sql, params = narrowed.matching_ids
+        matching = matrix.Alongside(sql, (*params, MASKED_MAX + 1))
     snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
@@ -462,7 +496,7 @@ def search(
             _read_alone(matching)
         only = np.array(matching.value, dtype=np.int64)
         if len(only) > MASKED_MAX:
-            only, checked = None, _hits_query(candidates, filters).query.sql_with_params()
+            only, checked = None, narrowed.checked
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -489,7 +523,11 @@ def search(
             for row in read.best(limit)
             if min_score is None or read.final[row] >= min_score
         ]
-        if items is None:
+        if items is None and narrowed:
+            sql, params = narrowed.hits
+            found = KnowledgeItem.objects.raw(sql, [*params, _array([item_id for _row, item_id in ranked])])
+            items = {item.pk: item for item in found}
+        elif items is None:
             items = _hits_query(scope, filters).in_bulk([item_id for _row, item_id in ranked])
         for item in items.values():
             item.project = projects[item.project_id]

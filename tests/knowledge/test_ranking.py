@@ -136,16 +136,16 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: parts checked"])
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
 @pytest.mark.parametrize(
-    ("query", "text", "several_parts"),
+    ("query", "text", "several_chunks"),
     [
-        ("redis caching decision", "-TODO", False),  # most items match: the first part holds the top k
+        ("redis caching decision", "-TODO", False),  # most items match: the first chunk holds the top k
         ("how do we deploy to production", "src/lib/auth.ts or billing/api.go", True),
     ],
 )
-def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_parts(
-    memory_of_many_ages, query, text, several_parts, masked_max, monkeypatch, settings
+def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
+    memory_of_many_ages, query, text, several_chunks, masked_max, monkeypatch, settings
 ):
     import importlib
 
@@ -156,19 +156,18 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
 
     search_module = importlib.import_module("knowledge.ranking.search")
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    # Small chunks and parts: a search checks several parts, of several chunks, each with its own statement.
+    # Small chunks: a search may check several, each in the statement that reads its best matches.
     monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
-    monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 1)
     monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
     forget_caches()
     project, now = memory_of_many_ages.project, timezone.now()
-    parts_checked = []  # per search: the statements that checked a part
+    chunks_checked = []  # per search: the statements that checked a chunk
     for limit in (1, 10, 25):
         with CaptureQueriesContext(connection) as queries:
             result = search(
                 projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,))
             )
-        parts_checked.append(sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries))
+        chunks_checked.append(sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries))
         expected = brute_force(project, query, limit, now, text=text)
         assert result.strategy == "matrix"
         assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
@@ -176,9 +175,9 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
         # Highlights come with the hits read (an excluded word marks nothing).
         assert {any(h.highlights.values()) for h in result.hits} == {text != "-TODO"}
     if masked_max:
-        assert parts_checked == [0, 0, 0]
+        assert chunks_checked == [0, 0, 0]
     else:
-        assert min(parts_checked) >= 1 and (max(parts_checked) > 1) == several_parts
+        assert min(chunks_checked) >= 1 and (max(chunks_checked) > 1) == several_chunks
     forget_caches()
 
 
