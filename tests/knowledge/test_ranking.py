@@ -181,6 +181,33 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
     forget_caches()
 
 
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
+    memory_of_many_ages, masked_max, monkeypatch, settings
+):
+    import importlib
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.ranking import forget_caches
+
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    monkeypatch.setattr(importlib.import_module("knowledge.ranking.search"), "MASKED_MAX", masked_max)
+    forget_caches()
+    project, query = memory_of_many_ages.project, "redis caching decision"
+    filters = SearchFilters(texts=("redis or billing -TODO",))
+    search(projects=[project], query=query), search(projects=[project], query=query, filters=filters)
+    statements = {}
+    for name, given in (("plain", None), ("filtered", filters)):
+        with CaptureQueriesContext(connection) as queries:
+            result = search(projects=[project], query=query, filters=given)
+        statements[name] = len(queries.captured_queries)
+        assert result.strategy == "matrix" and len(result.hits) == 10
+    assert statements["filtered"] == statements["plain"]
+    forget_caches()
+
+
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
     from knowledge.ranking import forget_caches
 
