@@ -14,7 +14,9 @@ scans them, and the result's ``strategy`` says so (``EXACT_OVER_BUDGET``, ``EXAC
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -208,6 +210,7 @@ def forget_caches() -> None:
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
     _narrowed_sql.cache_clear()
+    _broad.clear()
     _path_indexes.clear()
     matrix.forget()
 
@@ -302,6 +305,28 @@ def _array(ids: list[int]) -> str:
 
 def _candidates(scope, filters: SearchFilters):
     return scope.embedded().with_tags(list(filters.tags)).matching(filters.texts).referencing(filters.paths)
+
+
+# Per project set and narrowing filters: the _period() in which the filters last matched more than
+# MASKED_MAX items. Such filters skip reading the matching ids until the period ends: the verdict only
+# chooses between two exact ways to rank (a filter grown narrow meanwhile is checked chunk by chunk,
+# which costs time, never exactness), and an ids read of a broad filter costs PostgreSQL a scan of
+# MASKED_MAX matches. Bounded as the sizes are.
+_broad: OrderedDict[tuple, int] = OrderedDict()
+_broad_lock = threading.Lock()
+
+
+def _is_broad(key: tuple) -> bool:
+    with _broad_lock:
+        return _broad.get(key) == _period()
+
+
+def _remember_broad(key: tuple) -> None:
+    with _broad_lock:
+        _broad[key] = _period()
+        _broad.move_to_end(key)
+        while len(_broad) > _SIZE_CACHE:
+            _broad.popitem(last=False)
 
 
 def _read_alone(alongside: matrix.Alongside) -> None:
@@ -482,7 +507,8 @@ def search(
     # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
     # up to MASKED_MAX + 1 matching ids too.
     matching = None
-    if narrowed and strategy == MATRIX:
+    broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
+    if narrowed and strategy == MATRIX and not broad:
         sql, params = narrowed.matching_ids
         matching = matrix.Alongside(sql, (*params, MASKED_MAX + 1))
     snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
@@ -491,12 +517,15 @@ def search(
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
     only = checked = None
-    if strategy == MATRIX and matching is not None:
+    if strategy == MATRIX and broad:
+        checked = narrowed.checked
+    elif strategy == MATRIX and matching is not None:
         if not matching.read:
             _read_alone(matching)
         only = np.array(matching.value, dtype=np.int64)
         if len(only) > MASKED_MAX:
             only, checked = None, narrowed.checked
+            _remember_broad((project_ids, filters))
 
     embed_started = time.perf_counter()
     if query_vector is None:
