@@ -17,6 +17,7 @@ words and its prose is stemmed, exactly as the document's.
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchVector
@@ -101,8 +102,11 @@ def text_error(text: str) -> str | None:
     """Why ``text`` is no keyword query to search with, or None."""
     if len(text.split()) > MAX_TERMS:
         return str(TOO_MANY_TERMS % {"max": MAX_TERMS})
+    # A failed statement must not spoil the caller's transaction; outside one (autocommit) it spoils
+    # nothing, and a transaction of its own would cost two more round trips (BEGIN, COMMIT).
+    guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
-        with transaction.atomic():  # a failed statement must not spoil the caller's transaction
+        with guard:
             nodes = _evaluated(Func(keyword_query(text), function="numnode", output_field=IntegerField()))
     except DatabaseError:
         return str(UNREADABLE)

@@ -123,7 +123,8 @@ class KnowledgeItem(models.Model):
         ordering = ["-updated_at", "-id"]
         indexes = [
             GinIndex(name="item_tags_gin", fields=["tags"]),
-            GinIndex(name="item_search_vector_gin", fields=["search_vector"]),
+            # No pending list (fastupdate): every keyword search would scan it whole until a vacuum.
+            GinIndex(name="item_search_vector_gin", fields=["search_vector"], fastupdate=False),
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
             models.Index(name="item_project_version", fields=["project", "version"]),

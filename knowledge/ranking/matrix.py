@@ -322,9 +322,22 @@ def _load(cursor, copy: _Copy) -> None:
 _CHANGE_COLUMNS = ("id", *_ATTRIBUTES, "searchable", "embedding")
 
 
+@dataclass
+class Alongside:
+    """A scalar subquery (``sql`` with ``params``) that a search wants read in the same statement as a
+    catch-up query it makes anyway: one round trip fewer. ``read`` stays false when no catch-up
+    statement ran for this search (a load, or another thread's read taken instead)."""
+
+    sql: str
+    params: Sequence
+    value: object = None
+    read: bool = False
+
+
 def _changes(project_id: int) -> tuple[str, tuple]:
     """SQL that reads, in one statement, its own horizon and every row of the project written by a
-    transaction past the previous horizon (its last two parameters: an xmax and in-progress ids)."""
+    transaction past the previous horizon (its last two parameters: an xmax and in-progress ids), after
+    the value of a scalar subquery to put in its ``{alongside}`` slot (``NULL`` for none)."""
     rows = (
         KnowledgeItem.objects.filter(project_id=project_id)
         # Searchable as the initial load defines it, so the two can never disagree.
@@ -335,23 +348,33 @@ def _changes(project_id: int) -> tuple[str, tuple]:
     sql, params = rows.query.sql_with_params()
     columns = ", ".join(f'c."{name}"' for name in _CHANGE_COLUMNS)
     # The join condition reaches the subquery, which reads the (project, version) index.
+    # Not str.format: the compiled query may hold braces.
     return (
-        f"SELECT h.xmax, h.xip, {columns} FROM (SELECT {_HORIZON}) h"
-        f" LEFT JOIN ({sql}) c ON (c.version >= %s OR c.version = ANY(%s))",
+        "SELECT h.xmax, h.xip, {alongside}, "
+        f"{columns} FROM (SELECT {_HORIZON}) h LEFT JOIN ({sql}) c ON (c.version >= %s OR c.version = ANY(%s))",
         params,
     )
 
 
-def _refresh(cursor, copy: _Copy) -> None:
-    """Catch up with the rows written since the last read (one query, usually of no rows)."""
+def _refresh(cursor, copy: _Copy, alongside: Alongside | None = None) -> None:
+    """Catch up with the rows written since the last read (one query, usually of no rows), reading
+    ``alongside`` in it too."""
     if copy.changes is None:  # compiled once per copy: compiling costs more than running it
         copy.changes = _changes(copy.project_id)
     sql, params = copy.changes
-    cursor.execute(sql, (*params, *copy.horizon))
+    if alongside is None:
+        cursor.execute(sql.replace("{alongside}", "NULL", 1), (*params, *copy.horizon))
+    else:
+        cursor.execute(
+            sql.replace("{alongside}", f"({alongside.sql})", 1),
+            (*alongside.params, *params, *copy.horizon),
+        )
     rows = cursor.fetchall()
+    if alongside is not None:
+        alongside.value, alongside.read = rows[0][2], True
     embedding = KnowledgeItem._meta.get_field("embedding")
     changed, fresh_ids, fresh_vectors, fresh_attributes = [], [], [], []
-    for _xmax, _xip, item_id, *attributes, searchable, vector in rows:
+    for _xmax, _xip, _alongside, item_id, *attributes, searchable, vector in rows:
         if item_id is None:  # the LEFT JOIN's row when nothing changed
             continue
         stats["rows_read"] += 1
@@ -388,10 +411,13 @@ def _make_room(needed: int, keep: set[int]) -> None:
             stats["evictions"] += 1
 
 
-def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | str | None:
+def refreshed(
+    project_ids: Sequence[int], *, rows: int = 0, alongside: Alongside | None = None
+) -> list[Snapshot] | str | None:
     """Snapshots of the projects' searchable items, caught up with the database (loaded on first use,
     ``rows`` being at most how many they hold); None when they cannot fit in the memory budget together;
     LOADING when one is not loaded yet and ``CONTEXTFORGE_MATRIX_BACKGROUND_LOAD`` loads it meanwhile.
+    ``alongside`` is read in the first catch-up statement, if one runs.
 
     A project is read by one thread at a time; a thread that waited for another's read, begun after
     it arrived, takes that read's snapshot instead of querying again.
@@ -430,7 +456,7 @@ def refreshed(project_ids: Sequence[int], *, rows: int = 0) -> list[Snapshot] | 
                         if copy.horizon is None:
                             _load(cursor, copy)
                         else:
-                            _refresh(cursor, copy)
+                            _refresh(cursor, copy, None if alongside is None or alongside.read else alongside)
                     except Exception:
                         with _lock:
                             if copy.horizon is None and _copies.get(copy.project_id) is copy:

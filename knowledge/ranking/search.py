@@ -14,7 +14,9 @@ scans them, and the result's ``strategy`` says so (``EXACT_OVER_BUDGET``, ``EXAC
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -162,8 +164,8 @@ def _projects(projects) -> dict[int, Project]:
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
 # Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
-# before the product; past it the stream's chunks are checked against the filter instead (_matching),
-# one query per chunk read, and most searches read one chunk.
+# before the product; past it the stream's chunks are checked against the filter instead, in the
+# statement that reads the hits (_read_checked).
 MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
@@ -208,6 +210,8 @@ def forget_caches() -> None:
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
     _first_exact_statement.cache_clear()
+    _narrowed_sql.cache_clear()
+    _broad.clear()
     _path_indexes.clear()
     matrix.forget()
 
@@ -293,37 +297,80 @@ def _exact_stream(
                 yield chunk(fresh), rest
 
 
-def _matching_ids(matching: tuple[str, list], *, limit: int) -> np.ndarray:
-    """Up to ``limit`` ids of the filtered candidates ``matching`` (their compiled ids query), in one
-    array (one value to parse, not a row per item)."""
-    sql, params = matching
+@dataclass(frozen=True)
+class _NarrowedSQL:
+    """The statements of a search narrowed by keywords or paths over some projects, compiled once per
+    process (compiling the keyword query and its highlights takes longer than running them). Raw SQL:
+    each selects from a compiled query, with ids sent as one array value."""
+
+    # Up to a limit of ids of the filtered candidates, in one array (one value to parse, not a row per
+    # item), as a subquery read in the catch-up statement.
+    matching_ids: tuple[str, tuple]
+    # The filtered candidates among an array of ids that match, as items with their highlights, in the
+    # array's order, up to a limit; each id is looked up by itself (OFFSET 0 keeps the lateral subquery a
+    # nested loop), so PostgreSQL stops at the last match needed and marks only those, where a join over
+    # every match would read them all.
+    checked: tuple[str, tuple]
+    # The items of an array of ids, with their highlights (a deleted one is missing).
+    hits: tuple[str, tuple]
+
+
+@lru_cache(maxsize=256)  # a few kilobytes each: the latest keyword queries' statements
+def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _NarrowedSQL:
+    candidates = _candidates(project_ids, filters)
+    ids, ids_params = candidates.order_by().values_list("id").query.sql_with_params()
+    checked, checked_params = _hits_query(candidates, filters).query.sql_with_params()
+    hits, hits_params = _hits_query(
+        KnowledgeItem.objects.in_projects(project_ids), filters
+    ).query.sql_with_params()
+    return _NarrowedSQL(
+        matching_ids=(
+            f"SELECT ARRAY(SELECT id FROM ({ids}) matching LIMIT %s)",
+            ids_params,
+        ),
+        checked=(
+            "SELECT matching.* FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
+            f" LATERAL (SELECT * FROM ({checked}) hits WHERE hits.id = part.id OFFSET 0) matching"
+            " ORDER BY part.n LIMIT %s",
+            checked_params,
+        ),
+        hits=(f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", hits_params),
+    )
+
+
+def _array(ids: list[int]) -> str:
+    """``ids`` as PostgreSQL's text of a ``bigint[]``: psycopg adapts a list element by element, in Python
+    when it binds on the client, which takes longer than the statement for a chunk's ids."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
+# Per project set and narrowing filters: the _period() in which the filters last matched more than
+# MASKED_MAX items. Such filters skip reading the matching ids until the period ends: the verdict only
+# chooses between two exact ways to rank (a filter grown narrow meanwhile is checked chunk by chunk,
+# which costs time, never exactness), and an ids read of a broad filter costs PostgreSQL a scan of
+# MASKED_MAX matches. Bounded as the sizes are.
+_broad: OrderedDict[tuple, int] = OrderedDict()
+_broad_lock = threading.Lock()
+
+
+def _is_broad(key: tuple) -> bool:
+    with _broad_lock:
+        return _broad.get(key) == _period()
+
+
+def _remember_broad(key: tuple) -> None:
+    with _broad_lock:
+        _broad[key] = _period()
+        _broad.move_to_end(key)
+        while len(_broad) > _SIZE_CACHE:
+            _broad.popitem(last=False)
+
+
+def _read_alone(alongside: matrix.Alongside) -> None:
+    """Read ``alongside`` in a statement of its own (no catch-up statement read it)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ARRAY(SELECT id FROM ({sql}) matching LIMIT %s)", [*params, limit])
-        return np.array(cursor.fetchone()[0], dtype=np.int64)
-
-
-def _matching(stream, matching: tuple[str, list], limit: int) -> Iterator[tuple[Candidates, float | None]]:
-    """The rows of the in-memory ``stream`` that the filtered candidates ``matching`` (their compiled ids
-    query) hold, each chunk asked of PostgreSQL by id in parts of descending cosine: as many rows as the
-    exact stream's first statement reads, then twice as many each time. A part's bound is the next
-    row's cosine (the chunk's own bound after its last part): no row after it, kept or dropped, has a
-    higher one."""
-    sql, params = matching
-    size = max(FIRST_EXACT_ROWS, 4 * limit)
-    with closing(stream), connection.cursor() as cursor:
-        for chunk, rest in stream:
-            order = np.argsort(-chunk.cosines, kind="stable")
-            start = 0
-            while start < len(order):
-                rows, start = order[start : start + size], start + size
-                part = chunk.kept(rows)
-                cursor.execute(
-                    f"SELECT id FROM ({sql}) matching WHERE id = ANY(%s)", [*params, part.ids.tolist()]
-                )
-                found = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
-                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
-                yield part.kept(np.isin(part.ids, found)), bound
-                size *= 2
+        cursor.execute(f"SELECT ({alongside.sql})", alongside.params)
+        alongside.value, alongside.read = cursor.fetchone()[0], True
 
 
 @dataclass
@@ -339,6 +386,16 @@ class _Scored:
     def best(self, limit: int) -> list[int]:
         """Rows of the ``limit`` best, best first: by final score, then cosine, then the older id."""
         return np.lexsort((self.candidates.ids, -self.candidates.cosines, -self.final))[:limit].tolist()
+
+    def kept(self, rows) -> _Scored:
+        """The rows ``rows`` (positions) picks, in its order."""
+        return _Scored(
+            self.candidates.kept(rows),
+            self.recency[rows],
+            self.git[rows],
+            self.penalty[rows],
+            self.final[rows],
+        )
 
     def signals(self, row: int) -> Signals:
         return Signals(
@@ -388,6 +445,50 @@ def _read(
     return read, needed
 
 
+def _read_checked(
+    stream,
+    checked: tuple[str, tuple],
+    *,
+    limit: int,
+    now: datetime,
+    paths: dict[int, PathIndex],
+    since: float,
+) -> tuple[_Scored | None, int, dict[int, KnowledgeItem]]:
+    """What ``_read`` gives for the rows of ``stream`` that the filtered candidates hold, and their items.
+
+    Each chunk is scored whole and its rows, best final score first, are asked of PostgreSQL in one
+    statement (``checked``, _NarrowedSQL's) that keeps the first ``limit`` that match the filter and
+    reads their items: a chunk's rows after its ``limit``-th match cannot enter the top ``limit``, and
+    PostgreSQL looks no further than that match. So most searches make one statement, where a plain
+    search reads its hits. The count is of the rows the top ``limit`` had to be checked against."""
+    sql, params = checked
+    live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
+    git_possible = bool(live)
+    kept: list[_Scored] = []
+    items: dict[int, KnowledgeItem] = {}
+    kth, scanned = -np.inf, 0
+    with closing(stream):
+        for chunk, rest in stream:
+            scored = _score(chunk, now.timestamp(), live, since)
+            rows = np.array(scored.best(len(chunk)), dtype=np.int64)
+            rows = rows[scored.final[rows] >= kth]  # below the k-th best so far: cannot enter
+            if len(rows):
+                ids = scored.candidates.ids[rows].tolist()
+                position = {item_id: n for n, item_id in enumerate(ids)}
+                matches = list(KnowledgeItem.objects.raw(sql, [_array(ids), *params, limit]))
+                items.update((item.pk, item) for item in matches)
+                found = [position[item.pk] for item in matches]
+                scanned += found[-1] + 1 if len(found) == limit else len(rows)
+                if found:
+                    kept.append(scored.kept(rows[found]))
+            finals = np.concatenate([k.final for k in kept]) if kept else np.empty(0)
+            if len(finals) >= limit:
+                kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
+            if rest is None or score_ceiling(rest, git_possible=git_possible) < kth:
+                break  # no later row can enter
+    return (concat(kept) if kept else None), scanned, items
+
+
 HIGHLIGHTED = ("title", "content")
 
 
@@ -396,6 +497,15 @@ def highlights_data(hit: Hit) -> dict | None:
     if not hit.highlights:
         return None
     return {name: [vars(span) for span in spans] for name, spans in hit.highlights.items()}
+
+
+def _hits_query(items, filters: SearchFilters):
+    """``items`` as a search reads its hits: unordered (in_bulk's dict has no order), each hit's project
+    to be taken from the search's ``projects`` (not a join), and with the keyword matches marked."""
+    items = items.without_embedding().order_by()
+    if filters.texts:
+        items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
+    return items
 
 
 def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
@@ -426,21 +536,32 @@ def search(
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)
     since = _window_start(now)
-    snapshots = matrix.refreshed(project_ids, rows=rows) if strategy == MATRIX else []
+    narrowed = _narrowed_sql(project_ids, filters) if filters.narrows else None
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
+    # the copy before its product; one that matches more (it may take a scan of every row to find them
+    # all, as `-TODO` does) is asked only of the best rows the stream hands over, in the statement that
+    # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
+    # up to MASKED_MAX + 1 matching ids too.
+    matching = None
+    broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
+    if narrowed and strategy == MATRIX and not broad:
+        sql, params = narrowed.matching_ids
+        matching = matrix.Alongside(sql, (*params, MASKED_MAX + 1))
+    snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
-    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
-    # the copy before its product; one that matches more (it may take a scan of every row to find them
-    # all, as `-TODO` does) is asked only of the rows the stream hands over (_matching).
-    # Raw SQL: the ids query is compiled once for both reads, which select from it (`id = ANY(%s)`
-    # sends a part's ids as one array value, where `id__in` writes a placeholder per id).
-    only = matching = None
-    if strategy == MATRIX and filters.narrows:
-        matching = _candidates(project_ids, filters).order_by().values_list("id").query.sql_with_params()
-        only = _matching_ids(matching, limit=MASKED_MAX + 1)
-        only = only if len(only) <= MASKED_MAX else None
+    only = checked = None
+    if strategy == MATRIX and broad:
+        checked = narrowed.checked
+    elif strategy == MATRIX and matching is not None:
+        if not matching.read:
+            _read_alone(matching)
+        only = np.array(matching.value, dtype=np.int64)
+        if len(only) > MASKED_MAX:
+            only, checked = None, narrowed.checked
+            _remember_broad((project_ids, filters))
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -451,9 +572,13 @@ def search(
             stream = _exact_stream(project_ids, filters, query_vector, limit)
         else:
             stream = matrix.nearest(snapshots, query_vector, only=only)
-            if matching and only is None:
-                stream = _matching(stream, matching, limit)
-        read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
+        if checked is not None:
+            read, scanned, items = _read_checked(
+                stream, checked, limit=limit, now=now, paths=paths, since=since
+            )
+        else:
+            read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
+            items = None
         if read is None:
             ranked, items = [], {}
             break
@@ -463,13 +588,12 @@ def search(
             for row in read.best(limit)
             if min_score is None or read.final[row] >= min_score
         ]
-        # Unordered (in_bulk's dict has no order), and each hit's project taken from ``projects``, not a join.
-        read_items = scope.without_embedding().order_by()
-        if filters.texts:
-            read_items = read_items.annotate(
-                **{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED}
-            )
-        items = read_items.in_bulk([item_id for _row, item_id in ranked])
+        if items is None and narrowed:
+            sql, params = narrowed.hits
+            found = KnowledgeItem.objects.raw(sql, [*params, _array([item_id for _row, item_id in ranked])])
+            items = {item.pk: item for item in found}
+        elif items is None:
+            items = _hits_query(scope, filters).in_bulk([item_id for _row, item_id in ranked])
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]

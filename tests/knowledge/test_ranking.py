@@ -139,52 +139,73 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
 
 @pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
 @pytest.mark.parametrize(
-    ("query", "text"),
+    ("query", "text", "several_chunks"),
     [
-        ("redis caching decision", "-TODO"),
-        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+        ("redis caching decision", "-TODO", False),  # most items match: the first chunk holds the top k
+        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go", True),
     ],
 )
 def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
-    memory_of_many_ages, query, text, masked_max, monkeypatch, settings
+    memory_of_many_ages, query, text, several_chunks, masked_max, monkeypatch, settings
 ):
     import importlib
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from knowledge.ranking import forget_caches, matrix
 
     search_module = importlib.import_module("knowledge.ranking.search")
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    # Chunks larger than the parts checked of them (four times the limit): whether the next part is read
-    # rests on each part's bound.
+    # Small chunks: a search may check several, each in the statement that reads its best matches.
     monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
-    monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 1)
     monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
-    real_matching = search_module._matching
-    checked = []  # per search: each part the checked stream handed over, and its bound
-
-    def matching(stream, matching_ids, limit):
-        checked.append([])
-        for part, bound in real_matching(stream, matching_ids, limit):
-            checked[-1].append((part, bound))
-            yield part, bound
-
-    monkeypatch.setattr(search_module, "_matching", matching)
     forget_caches()
     project, now = memory_of_many_ages.project, timezone.now()
+    chunks_checked = []  # per search: the statements that checked a chunk
     for limit in (1, 10, 25):
-        result = search(projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,)))
+        with CaptureQueriesContext(connection) as queries:
+            result = search(
+                projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,))
+            )
+        chunks_checked.append(sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries))
         expected = brute_force(project, query, limit, now, text=text)
         assert result.strategy == "matrix"
         assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
         assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
-    assert bool(checked) == (masked_max == 0)
-    matching_ids = set(project.items.matching([text]).values_list("pk", flat=True))
-    for parts in checked:
-        for n, (part, bound) in enumerate(parts):
-            assert set(part.ids.tolist()) <= matching_ids
-            later = [float(p.cosines.max()) for p, _ in parts[n + 1 :] if len(p)]
-            assert bound is not None or not later
-            assert all(cosine <= bound + 1e-9 for cosine in later), n
+        # Highlights come with the hits read (an excluded word marks nothing).
+        assert {any(h.highlights.values()) for h in result.hits} == {text != "-TODO"}
+    if masked_max:
+        assert chunks_checked == [0, 0, 0]
+    else:
+        assert min(chunks_checked) >= 1 and (max(chunks_checked) > 1) == several_chunks
+    forget_caches()
+
+
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
+    memory_of_many_ages, masked_max, monkeypatch, settings
+):
+    import importlib
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.ranking import forget_caches
+
+    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+    monkeypatch.setattr(importlib.import_module("knowledge.ranking.search"), "MASKED_MAX", masked_max)
+    forget_caches()
+    project, query = memory_of_many_ages.project, "redis caching decision"
+    filters = SearchFilters(texts=("redis or billing -TODO",))
+    search(projects=[project], query=query), search(projects=[project], query=query, filters=filters)
+    statements = {}
+    for name, given in (("plain", None), ("filtered", filters)):
+        with CaptureQueriesContext(connection) as queries:
+            result = search(projects=[project], query=query, filters=given)
+        statements[name] = len(queries.captured_queries)
+        assert result.strategy == "matrix" and len(result.hits) == 10
+    assert statements["filtered"] == statements["plain"]
     forget_caches()
 
 
