@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0012_import_job'),
+        ('knowledge', '0013_embedding_inline'),
     ]
 
     operations = [
