@@ -211,6 +211,7 @@ def forget_caches() -> None:
     _project_sizes.cache_clear()
     _first_exact_statement.cache_clear()
     _narrowed_sql.cache_clear()
+    _hits_sql.cache_clear()
     _broad.clear()
     _path_indexes.clear()
     matrix.forget()
@@ -311,8 +312,6 @@ class _NarrowedSQL:
     # nested loop), so PostgreSQL stops at the last match needed and marks only those, where a join over
     # every match would read them all.
     checked: tuple[str, tuple]
-    # The items of an array of ids, with their highlights (a deleted one is missing).
-    hits: tuple[str, tuple]
 
 
 @lru_cache(maxsize=256)  # a few kilobytes each: the latest keyword queries' statements
@@ -320,9 +319,6 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
     candidates = _candidates(project_ids, filters)
     ids, ids_params = candidates.order_by().values_list("id").query.sql_with_params()
     checked, checked_params = _hits_query(candidates, filters).query.sql_with_params()
-    hits, hits_params = _hits_query(
-        KnowledgeItem.objects.in_projects(project_ids), filters
-    ).query.sql_with_params()
     return _NarrowedSQL(
         matching_ids=(
             f"SELECT ARRAY(SELECT id FROM ({ids}) matching LIMIT %s)",
@@ -334,8 +330,17 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
             " ORDER BY part.n LIMIT %s",
             checked_params,
         ),
-        hits=(f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", hits_params),
     )
+
+
+@lru_cache(maxsize=256)
+def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str, tuple]:
+    """The items of an array of ids, with their highlights (a deleted one is missing), compiled once per
+    project set and filters. Raw SQL: compiling the read took as long as running it for ten hits."""
+    hits, params = _hits_query(
+        KnowledgeItem.objects.in_projects(project_ids), filters
+    ).query.sql_with_params()
+    return f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", params
 
 
 def _array(ids: list[int]) -> str:
@@ -588,12 +593,10 @@ def search(
             for row in read.best(limit)
             if min_score is None or read.final[row] >= min_score
         ]
-        if items is None and narrowed:
-            sql, params = narrowed.hits
+        if items is None:
+            sql, params = _hits_sql(project_ids, filters)
             found = KnowledgeItem.objects.raw(sql, [*params, _array([item_id for _row, item_id in ranked])])
             items = {item.pk: item for item in found}
-        elif items is None:
-            items = _hits_query(scope, filters).in_bulk([item_id for _row, item_id in ranked])
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
