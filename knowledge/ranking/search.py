@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from accounts.models import Project
@@ -246,13 +247,9 @@ def _ordered(candidates_qs, query_vector: np.ndarray):
     return ordered.values_list("id", "distance", *COLUMNS)
 
 
-# Stands for the query vector in the compiled first statement below (its only vector parameter).
+# Stands for the query vector in the compiled first statement below (its only vector parameter), found
+# there in pgvector's text form, the one the ORM sends.
 _SOME_VECTOR = np.array([0.5], dtype=np.float32)
-
-
-def _vector_text(vector: np.ndarray) -> str:
-    """pgvector's text form of ``vector``."""
-    return "[" + ",".join(map(str, vector.tolist())) + "]"
 
 
 @lru_cache(maxsize=_SIZE_CACHE)
@@ -264,7 +261,7 @@ def _first_exact_statement(project_ids: tuple[int, ...], filters: SearchFilters,
     small project; between searches only the query vector changes."""
     ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR)[:rows]
     sql, params = ordered.query.sql_with_params()
-    return sql, list(params), list(params).index(_vector_text(_SOME_VECTOR))
+    return sql, list(params), list(params).index(Vector(_SOME_VECTOR).to_text())
 
 
 def _exact_stream(
@@ -280,7 +277,7 @@ def _exact_stream(
     first = max(FIRST_EXACT_ROWS, 4 * limit)
     sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[:at], _vector_text(query_vector), *params[at + 1 :]])
+        cursor.execute(sql, [*params[:at], Vector(query_vector).to_text(), *params[at + 1 :]])
         batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:
