@@ -330,7 +330,7 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
     )
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256)  # as _narrowed_sql's
 def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str, tuple]:
     """The items of an array of ids, with their highlights (a deleted one is missing), compiled once per
     project set and filters. Raw SQL: compiling the read took as long as running it for ten hits."""
@@ -502,8 +502,8 @@ def highlights_data(hit: Hit) -> dict | None:
 
 
 def _hits_query(items, filters: SearchFilters):
-    """``items`` as a search reads its hits: unordered (in_bulk's dict has no order), each hit's project
-    to be taken from the search's ``projects`` (not a join), and with the keyword matches marked."""
+    """``items`` as a search reads its hits: unordered (the search orders them), without the vector, each
+    hit's project to be taken from the search's ``projects`` (not a join), the keyword matches marked."""
     items = items.without_embedding().order_by()
     if filters.texts:
         items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
