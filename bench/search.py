@@ -114,15 +114,21 @@ IDENTIFIERS = [
 ]
 
 
-def keyword_api_figures(api, queries: list[str]) -> dict:
-    """The API's p50 (the query embedded, over HTTP) with a keyword filter and without, interleaved in
-    one run: what a user waits for, beside ``keyword_figures``' ranking service alone."""
+def with_and_without_filter(run, queries: list[str]) -> tuple[float, float]:
+    """p50s of ``run(query, text)`` without a keyword filter and with one of KEYWORD_FILTERS, the two
+    interleaved in one run."""
     plain_ms, filtered_ms = [], []
     for _ in range(REPEATS):
         for n, q in enumerate(queries):
-            plain_ms.append(timed(api, q))
-            filtered_ms.append(timed(api, q, KEYWORD_FILTERS[n % len(KEYWORD_FILTERS)]))
-    plain_p50, filtered_p50 = statistics.median(plain_ms), statistics.median(filtered_ms)
+            plain_ms.append(timed(run, q, ""))
+            filtered_ms.append(timed(run, q, KEYWORD_FILTERS[n % len(KEYWORD_FILTERS)]))
+    return statistics.median(plain_ms), statistics.median(filtered_ms)
+
+
+def keyword_api_figures(api, queries: list[str]) -> dict:
+    """The API's p50 (the query embedded, over HTTP) with a keyword filter and without: what a user
+    waits for, beside ``keyword_figures``' ranking service alone."""
+    plain_p50, filtered_p50 = with_and_without_filter(api, queries)
     return {
         "api_p50_ms": plain_p50,
         "filtered_api_p50_ms": filtered_p50,
@@ -138,16 +144,11 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
     from knowledge.query_syntax import understand
     from knowledge.ranking import SearchFilters, search
 
-    def ranked(q: str, filters: SearchFilters | None) -> None:
+    def ranked(q: str, text: str) -> None:
+        filters = SearchFilters(texts=(text,)) if text else None
         search(projects=[project], query=q, query_vector=vectors[q], filters=filters)
 
-    plain_ms, filtered_ms = [], []
-    for _ in range(REPEATS):
-        for n, q in enumerate(queries):
-            plain_ms.append(timed(ranked, q, None))
-            filtered_ms.append(
-                timed(ranked, q, SearchFilters(texts=(KEYWORD_FILTERS[n % len(KEYWORD_FILTERS)],)))
-            )
+    plain_p50, filtered_p50 = with_and_without_filter(ranked, queries)
     targets = {
         identifier: services.item_create(
             project=project,
@@ -165,7 +166,6 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         filters = selectors.search_filters(projects=[project], understood=understood)
         found = search(projects=[project], query=understood.query, filters=filters)
         inline_hits += target in {h.item.pk for h in found.hits}
-    plain_p50, filtered_p50 = statistics.median(plain_ms), statistics.median(filtered_ms)
     return {
         "filters": KEYWORD_FILTERS,
         "service_p50_ms": plain_p50,
