@@ -40,8 +40,8 @@ def free_port() -> int:
 
 @contextmanager
 def web_server(*, workers: int = 2, env: dict | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
-    """The project served as `make run` serves it (``manage.py serve``: gunicorn's threaded workers on
-    the WSGI app, a Celery worker per queue and beat) on a free port, up and answering; stopped after."""
+    """The project served as `make run` serves it (``manage.py serve``: gunicorn's uvicorn workers on the
+    ASGI app, a Celery worker per queue and beat) on a free port, up and answering; stopped after."""
     from django.conf import settings
 
     port = free_port()
