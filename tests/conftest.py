@@ -47,18 +47,17 @@ def _vectors_by_text() -> dict:
 @pytest.fixture
 def remembered_embeddings(_vectors_by_text, monkeypatch):
     """A context in which a text the model has embedded once this session is not embedded again: for
-    fixtures that write the same hundreds of items for every test. The vectors are the model's own."""
+    fixtures that write the same hundreds of items for every test. The vectors are the session's model's
+    own (remembered by text alone: a test that changes the model or its settings must not use this)."""
     embed_texts = embeddings.embed_texts
 
     def remembered(texts: list[str], **kwargs):
-        model = embeddings.model_name()
-        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _vectors_by_text))
-        if missing:
-            vectors = embed_texts(missing, **kwargs)
-            _vectors_by_text.update(((model, t), v) for t, v in zip(missing, vectors, strict=True))
         if not texts:
             return embed_texts(texts, **kwargs)
-        return np.stack([_vectors_by_text[model, t] for t in texts])
+        missing = list(dict.fromkeys(t for t in texts if t not in _vectors_by_text))
+        if missing:
+            _vectors_by_text.update(zip(missing, embed_texts(missing, **kwargs), strict=True))
+        return np.stack([_vectors_by_text[t] for t in texts])
 
     @contextmanager
     def context():
