@@ -388,12 +388,23 @@ def _load_onnx(path: str) -> OnnxModel | None:
             logger.info("embedding model %s has no ONNX pipeline; using torch", path)
         return None
     try:
-        target = export_path(folder, int8=False)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _make_once(target, lambda to: export_onnx(folder, to))
+        fp32 = export_path(folder, int8=False)
+        fp32.parent.mkdir(parents=True, exist_ok=True)
+
+        def export(to: Path) -> None:
+            export_onnx(folder, to)
+
+        def quantize(to: Path) -> None:
+            _make_once(fp32, export)
+            quantize_onnx(fp32, to)
+
         if settings.CONTEXTFORGE_EMBEDDING_INT8:
-            fp32, target = target, export_path(folder, int8=True)
-            _make_once(target, lambda to: quantize_onnx(fp32, to))
+            # Only the int8 copy is read: the fp32 export is checked (hashed) only when the copy is made.
+            target = export_path(folder, int8=True)
+            _make_once(target, quantize)
+        else:
+            target = fp32
+            _make_once(target, export)
         return OnnxModel(target, folder, **pipeline)
     except Exception as exc:  # no onnxruntime, an export that fails, a file it cannot read: torch serves
         logger.warning("ONNX engine unavailable for %s, using torch: %s: %s", path, type(exc).__name__, exc)
