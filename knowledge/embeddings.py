@@ -276,7 +276,7 @@ def _export_intact(target: Path) -> bool:
 
 
 def export_onnx(folder: Path, target: Path) -> None:
-    """Export the folder's Transformer with mean pooling to ``target`` (and its SHA-256 beside it).
+    """Export the folder's Transformer with mean pooling to ``target``.
 
     A BERT model is exported with eager attention, whose graph ONNX Runtime's optimizer recognises, and
     leaves it with its attention, embedding LayerNorm, residual LayerNorms and GELUs fused into one
@@ -300,14 +300,13 @@ def export_onnx(folder: Path, target: Path) -> None:
     transformer = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     sample = torch.ones((2, 8), dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     with torch.no_grad(), warnings.catch_warnings():
         # The tracer warns about every shape-dependent branch; the dynamic axes cover those it names.
         warnings.simplefilter("ignore")
         torch.onnx.export(
             MeanPooled(transformer),
             (sample, sample, torch.zeros_like(sample)),
-            str(partial),
+            str(target),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
             output_names=["embedding"],
             dynamic_axes={
@@ -324,12 +323,11 @@ def export_onnx(folder: Path, target: Path) -> None:
         from onnxruntime.transformers.optimizer import optimize_model
 
         optimize_model(
-            str(partial),
+            str(target),
             model_type="bert",
             num_heads=config.num_attention_heads,
             hidden_size=config.hidden_size,
-        ).save_model_to_file(str(partial))
-    _publish(partial, target)
+        ).save_model_to_file(str(target))
 
 
 def quantize_onnx(source: Path, target: Path) -> None:
@@ -337,7 +335,6 @@ def quantize_onnx(source: Path, target: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     # The quantizer logs on the root logger, a line for every tensor of the fused operators it cannot type.
     root = logging.getLogger()
 
@@ -348,7 +345,7 @@ def quantize_onnx(source: Path, target: Path) -> None:
     try:
         quantize_dynamic(
             source,
-            partial,
+            target,
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
@@ -357,17 +354,11 @@ def quantize_onnx(source: Path, target: Path) -> None:
         )
     finally:
         root.removeFilter(quiet)
-    _publish(partial, target)
-
-
-def _publish(partial: Path, target: Path) -> None:
-    # The hash is written before the file appears under its name: a reader never sees a file without one.
-    target.with_name(target.name + ".sha256").write_text(_sha256(partial) + "\n")
-    os.replace(partial, target)
 
 
 def _make_once(target: Path, make) -> None:
-    """``make(target)`` unless ``target`` is there and matches its hash."""
+    """Unless ``target`` is there and matches its hash, ``make`` it (beside it, then moved into place)
+    and write its SHA-256 beside it."""
     # One process makes the file while the others wait for it instead of making it too.
     with open(target.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -376,7 +367,12 @@ def _make_once(target: Path, make) -> None:
                 logger.warning("ONNX export %s does not match its hash; making it again", target)
             else:
                 logger.info("making %s (once)", target)
-            make(target)
+            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+            make(partial)
+            # The hash is written before the file appears under its name: a reader never sees a file
+            # without one.
+            target.with_name(target.name + ".sha256").write_text(_sha256(partial) + "\n")
+            os.replace(partial, target)
 
 
 def _load_onnx(path: str) -> OnnxModel | None:
@@ -388,12 +384,23 @@ def _load_onnx(path: str) -> OnnxModel | None:
             logger.info("embedding model %s has no ONNX pipeline; using torch", path)
         return None
     try:
-        target = export_path(folder, int8=False)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _make_once(target, lambda to: export_onnx(folder, to))
+        fp32 = export_path(folder, int8=False)
+        fp32.parent.mkdir(parents=True, exist_ok=True)
+
+        def export(to: Path) -> None:
+            export_onnx(folder, to)
+
+        def quantize(to: Path) -> None:
+            _make_once(fp32, export)
+            quantize_onnx(fp32, to)
+
         if settings.CONTEXTFORGE_EMBEDDING_INT8:
-            fp32, target = target, export_path(folder, int8=True)
-            _make_once(target, lambda to: quantize_onnx(fp32, to))
+            # Only the int8 copy is read: the fp32 export is checked (hashed) only when the copy is made.
+            target = export_path(folder, int8=True)
+            _make_once(target, quantize)
+        else:
+            target = fp32
+            _make_once(target, export)
         return OnnxModel(target, folder, **pipeline)
     except Exception as exc:  # no onnxruntime, an export that fails, a file it cannot read: torch serves
         logger.warning("ONNX engine unavailable for %s, using torch: %s: %s", path, type(exc).__name__, exc)
