@@ -7,6 +7,10 @@
   of a gunicorn worker do; per-call p50 and the total rate.
 - The int8 setting (``CONTEXTFORGE_EMBEDDING_INT8``) among the timed engines, and its cosine error
   against fp32.
+- The fp32 ceiling: the floating-point work of one batch (from the model's shape and the batch's padded
+  length) over its time gives each engine's GFLOP/s, beside this machine's own float32 matrix product
+  at the model's largest shape on the same threads (numpy's BLAS), timed in the same rounds. What share
+  of that an engine reaches says how much faster any fp32 engine could be here.
 - Start-up: a fresh process per backend (alternating, START_ROUNDS each) that loads what a web worker
   loads (the ASGI application and every view, the ranking engine among them; torch only for torch),
   loads the engine and embeds one query; its wall time, and its RSS after that query.
@@ -33,6 +37,7 @@ BATCH_WORDS = 50
 # Between engines: torch's OpenMP threads spin for a while after their work, on the cores the next
 # engine timed would need.
 SETTLE_S = 0.5
+GEMM_REPS = 10  # float32 products timed per round for the ceiling
 
 
 def engines() -> dict:
@@ -71,10 +76,48 @@ def encode(model, texts: list[str]):
     return model.encode(texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
 
 
+def batch_flop(model, texts: list[str]) -> float:
+    """Floating-point operations of one batch of ``texts`` through the transformer (a multiply-add is
+    two): per token and layer the four attention projections and the two feed-forward products, and
+    the attention's two products over the padded length. Embeddings, norms and softmax are left out:
+    they are a few per cent, so the figure is a lower bound."""
+    config = model[0].auto_model.config
+    rows, length = model.preprocess(texts)["input_ids"].shape
+    hidden, inner = config.hidden_size, config.intermediate_size
+    per_token = 2 * (4 * hidden * hidden + 2 * hidden * inner) + 2 * 2 * length * hidden
+    return float(rows * length * per_token * config.num_hidden_layers)
+
+
+def gemm_gflops(tokens: int, hidden: int, inner: int, threads: int) -> float:
+    """This machine's float32 matrix product at the model's largest shape (the batch's tokens by the
+    feed-forward layer), numpy's BLAS on ``threads`` threads: the median of GEMM_REPS, in GFLOP/s."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a = rng.random((tokens, hidden), dtype=np.float32)
+    b = rng.random((hidden, inner), dtype=np.float32)
+    timings = []
+    with threadpool_limits(threads, user_api="blas"):
+        a @ b
+        for _ in range(GEMM_REPS):
+            started = time.perf_counter()
+            a @ b
+            timings.append(time.perf_counter() - started)
+    return 2 * tokens * hidden * inner / statistics.median(timings) / 1e9
+
+
 def speed(models: dict) -> dict:
+    from django.conf import settings
+
     from bench import data
 
     texts = batch_texts()
+    shape = models["torch"]
+    config = shape[0].auto_model.config
+    tokens = int(shape.preprocess(texts)["input_ids"].numel())
+    threads = min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)
+    gemm = []
     queries = data.QUERIES[:QUERIES_PER_ROUND]
     # Wall time, and the CPU time of every thread of this process: on a loaded machine the wall time
     # mostly says how long the engine waited for a core, its CPU time what it costs.
@@ -94,13 +137,23 @@ def speed(models: dict) -> dict:
             encode(model, texts)
             t["batch"].append(len(texts) / (time.perf_counter() - wall))
             t["batch_cpu"].append(len(texts) / (time.process_time() - cpu))
-    return {
+        time.sleep(SETTLE_S)
+        gemm.append(gemm_gflops(tokens, config.hidden_size, config.intermediate_size, threads))
+    flop = batch_flop(shape, texts)
+    ceiling = {
+        "batch_gflop": flop / 1e9,
+        "gemm_threads": threads,
+        "gemm_gflops": statistics.median(gemm),
+        "gemm_rounds": gemm,
+    }
+    return {"ceiling": ceiling} | {
         name: {
             "query_p50_ms": statistics.median(t["query"]),
             "query_cpu_p50_ms": statistics.median(t["query_cpu"]),
             "batch_texts_per_s": statistics.median(t["batch"]),
             "batch_texts_per_cpu_s": statistics.median(t["batch_cpu"]),
             "batch_rounds": t["batch"],
+            "batch_gflops": flop / 1e9 * statistics.median(t["batch"]) / len(texts),
         }
         for name, t in timings.items()
     }
@@ -232,6 +285,7 @@ def main(argv=None) -> dict:
     models = engines()  # first: the export is made (once) before any start-up is timed
     result["start"] = start_up()
     result["speed"] = speed(models)
+    result["ceiling"] = result["speed"].pop("ceiling")
     result["concurrency"] = concurrency({k: v for k, v in models.items() if k != "int8-2t"})
     result["int8"] = int8(models["onnx-2t"], models["int8-2t"])
     torch_speed = result["speed"]["torch"]
@@ -246,6 +300,11 @@ def main(argv=None) -> dict:
         quantized["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
     )
     result["int8"]["query_ratio"] = quantized["query_p50_ms"] / torch_speed["query_p50_ms"]
+    ceiling = result["ceiling"]
+    for name, figures in result["speed"].items():
+        ceiling[f"{name}_share"] = figures["batch_gflops"] / ceiling["gemm_gflops"]
+    # What the batch target (twice torch) would ask of an fp32 engine, as a share of the ceiling.
+    ceiling["twice_torch_share"] = 2 * ceiling["torch_share"]
     result["load_average"] = os.getloadavg()
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
@@ -266,6 +325,13 @@ def report(r: dict) -> None:
     print(
         f"  default ONNX vs torch: query {r['query_ratio']:.2f}x (target <= 0.5x; CPU {r['query_cpu_ratio']:.2f}x), "
         f"batch {r['batch_ratio']:.2f}x (target >= 2x; per CPU second {r['batch_cpu_ratio']:.2f}x)"
+    )
+    c = r["ceiling"]
+    shares = ", ".join(f"{name} {c[f'{name}_share']:.0%}" for name in r["speed"])
+    print(
+        f"  fp32 ceiling: float32 product at the model's shape {c['gemm_gflops']:.0f} GFLOP/s on "
+        f"{c['gemm_threads']} threads; a batch is {c['batch_gflop']:.0f} GFLOP; engines reach {shares}; "
+        f"twice torch would need {c['twice_torch_share']:.0%}"
     )
     for name, by_clients in r["concurrency"].items():
         cells = ", ".join(
