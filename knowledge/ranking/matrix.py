@@ -171,8 +171,8 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
 # in 16 bits (2 * 127 * 127), so no integer kernel (MLAS has some that add pairs in 16 bits) saturates.
 ROW_LEVELS, QUERY_LEVELS, QUERY_OFFSET = 127, 63, 64
 # Copies of at least this many rows (together) are screened by their int8 copy; smaller ones by their
-# float32 product, which then costs less than the screen's fixed costs and exact rescoring.
-SCREEN_MIN_ROWS = 20_000
+# float32 product, which below it costs less than the screen's fixed costs and its exact rescoring.
+SCREEN_MIN_ROWS = 8_000
 # What float32 rounding may add to a cosine, per unit of query and row norm: the exact product's (at most
 # DIMENSIONS * 2**-24, whatever the order of the sum) and the bound's own, a few roundings, with room.
 _ROUNDING = 4 * DIMENSIONS * float(np.finfo(np.float32).eps)
@@ -197,16 +197,19 @@ def quantized(vectors: np.ndarray) -> dict[str, np.ndarray]:
         "norms": np.empty(rows, np.float32),
     }
     for start in range(0, rows, _QUANTIZE_ROWS):
-        block = vectors[start : start + _QUANTIZE_ROWS].astype(np.float64)
+        block = vectors[start : start + _QUANTIZE_ROWS]
         largest = np.abs(block).max(axis=1)
-        scales = np.where(largest > 0, largest / ROW_LEVELS, 1.0).astype(np.float32)
-        codes = np.clip(np.rint(block / scales[:, None]), -ROW_LEVELS, ROW_LEVELS)
+        scales = np.where(largest > 0, largest / ROW_LEVELS, 1).astype(np.float32)
+        codes = np.clip(np.rint(block / scales[:, None]), -ROW_LEVELS, ROW_LEVELS).astype(np.int8)
+        # In float64: the bound needs the errors exact (up to the rounding up below).
+        exact = block.astype(np.float64)
+        error = exact - scales[:, None].astype(np.float64) * codes
         done = slice(start, start + len(block))
         out["codes"][:, done] = codes.T
         out["scales"][done] = scales
-        out["offsets"][done] = QUERY_OFFSET * codes.sum(axis=1)
-        out["errors"][done] = _rounded_up(np.linalg.norm(block - scales[:, None] * codes, axis=1))
-        out["norms"][done] = _rounded_up(np.linalg.norm(block, axis=1))
+        out["offsets"][done] = QUERY_OFFSET * codes.sum(axis=1, dtype=np.int32)
+        out["errors"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", error, error)))
+        out["norms"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", exact, exact)))
     return out
 
 
