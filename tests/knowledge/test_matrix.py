@@ -198,11 +198,14 @@ def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(fo
 
 @pytest.mark.django_db(transaction=True)
 def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_the_same_hits(
-    four_projects, in_memory
+    four_projects, in_memory, monkeypatch
 ):
     in_memory.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = True
     a, b, _c, _d = four_projects
     now = timezone.now()
+    # The load waits for the first searches, however slowly a busy machine starts their threads.
+    searched, load = threading.Event(), matrix._load
+    monkeypatch.setattr(matrix, "_load", lambda *args: searched.wait(30) and load(*args))
 
     def ranked(project, **kwargs) -> tuple[str, list]:
         result = search(projects=[project], query=QUERY, limit=10, now=now, **kwargs)
@@ -211,6 +214,7 @@ def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_t
     expected = brute_force(a, QUERY, 10, now)
     with ThreadPoolExecutor(4) as pool:  # searches arriving together start one load between them
         first = list(pool.map(lambda _n: ranked(a), range(4)))
+    searched.set()
     for strategy, hits in first:
         assert strategy == EXACT_WHILE_LOADING
         assert [pk for pk, _ in hits] == [pk for pk, _ in expected]

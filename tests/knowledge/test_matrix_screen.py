@@ -169,3 +169,21 @@ def test_the_screen_model_is_one_matmulinteger_of_a_query_code_by_the_codes():
         graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8, producer_name=""
     )
     assert model.SerializeToString() == matrix.SCREEN_MODEL
+
+
+@pytest.mark.parametrize("layout", ["random", "sorted", "reversed", "ties", "mostly masked"])
+def test_the_top_positions_hold_the_largest_values_whatever_their_layout(layout):
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=50_000).astype(np.float32)
+    if layout == "sorted":
+        values.sort()
+    elif layout == "reversed":
+        values[::-1].sort()
+    elif layout == "ties":
+        values = np.round(values, 1)
+    elif layout == "mostly masked":
+        values[rng.random(len(values)) < 0.97] = -np.inf
+    for count in (1, 17, 1025, 4097, 49_999):
+        top = matrix._top(values, count)
+        assert len(top) == len(set(top.tolist())) == count
+        assert np.array_equal(np.sort(values[top]), np.sort(values)[len(values) - count :])
