@@ -19,8 +19,9 @@ references and the wish flag, for the items a default search may return (embedde
 a test fixture); a search narrowed by tags goes to PostgreSQL.
 
 Threads: a search ranks from a ``Snapshot``, whose rows are never written again. A refresh appends a
-changed item as a new row and retires its old row in a fresh copy of the ``live`` column, so a search
-that took the previous snapshot reads it unchanged to the end.
+changed item as a new row (its int8 code in a column past every row a snapshot holds) and retires its
+old row in a fresh copy of the ``live`` column, so a search that took the previous snapshot reads it
+unchanged to the end.
 
 Memory: all projects' copies together stay within ``CONTEXTFORGE_MATRIX_MEMORY_MB``; loading a project
 evicts the least recently searched ones, and a project set that cannot fit is ranked by PostgreSQL.
