@@ -178,7 +178,7 @@ SCREEN_MIN_ROWS = 8_000
 # What float32 rounding may add to a cosine, per unit of query and row norm: the exact product's (at most
 # DIMENSIONS * 2**-24, whatever the order of the sum) and the bound's own, a few roundings, with room.
 _ROUNDING = 4 * DIMENSIONS * float(np.finfo(np.float32).eps)
-_QUANTIZE_ROWS = 4096  # rows quantized at a time: float64 temporaries of a few megabytes
+_QUANTIZE_ROWS = 1024  # rows quantized at a time: temporaries of a few megabytes
 
 
 def _rounded_up(values: np.ndarray) -> np.ndarray:
@@ -699,6 +699,15 @@ def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name
     return out
 
 
+def _cosines(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The float32 cosines of each (snapshot ``owner``, row ``rows``) pair's vector with ``query``."""
+    out = np.empty(len(rows), np.float32)
+    for start in range(0, len(rows), 4096):  # a block at a time: no copy of a large chunk's vectors
+        block = slice(start, start + 4096)
+        out[block] = _gather(snapshots, owner[block], rows[block], "vectors") @ query
+    return out
+
+
 def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
     if only is None:
         return snapshot.live
@@ -748,7 +757,7 @@ def nearest(
         bounds[picked] = -np.inf  # taken: out of the next selection
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
-        cosines = values if exact else _gather(snapshots, owner, rows, "vectors") @ query
+        cosines = values if exact else _cosines(snapshots, owner, rows, query)
         picked, cosines = np.concatenate([held, picked]), np.concatenate([held_cosines, cosines])
         ready = np.ones(len(picked), dtype=bool) if rest is None else cosines >= rest
         if ready.any():
