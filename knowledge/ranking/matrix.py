@@ -725,7 +725,8 @@ def nearest(
     small copies), and scored exactly as they are taken. The bound of every row not taken yet is at most
     the best one among them; a row taken whose cosine is below it is held back for a later chunk. So a
     chunk holds the taken rows whose cosine reaches the bound it hands over, the bound is the best left,
-    and no later chunk holds a cosine above it.
+    and no later chunk holds a cosine above it: all that the ranking service needs, since it stops once
+    no cosine up to the bound could reach its k-th best score.
 
     Chunks double in size: most searches stop after the first, so only it is selected. Rows within a
     chunk are in no order: the ranking scores a chunk whole.
