@@ -39,6 +39,15 @@ def _model_loaded_once(embedder):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _copies_screened_by_their_int8_copy(monkeypatch):
+    """Every in-memory search ranks through the int8 screen and its exact rescoring, as at 100,000 items
+    (tests/knowledge/test_matrix_screen.py tests the float32 product of small copies)."""
+    from knowledge.ranking import matrix
+
+    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
+
+
 @pytest.fixture(scope="session")
 def _vectors_by_text() -> dict:
     return {}

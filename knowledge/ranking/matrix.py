@@ -6,18 +6,22 @@ candidate lists miss items on text-like embeddings, while an exact scan of the p
 reads every row. A matrix product over the same vectors in memory is exact and several times faster
 (bench/ and the README hold the figures).
 
-Every row's cosine is one float32 matrix-vector product (numpy's BLAS), and candidates are selected
-from those cosines a chunk at a time by ``np.argpartition``: the cosines that order the stream are
-the ones the ranking scores, so the bound handed over with a chunk (the best cosine left) is exact.
-numpy alone: a web worker under the ONNX engine never loads torch.
+The stream is ordered by an upper bound of each row's cosine, and candidates are selected from those
+bounds a chunk at a time by ``np.argpartition``; each chunk's rows are then scored exactly from the
+float32 vectors, and the bound handed over with a chunk is the highest any row not handed over yet may
+reach. For a large copy the bounds come from an int8 copy of the vectors (``quantized``, a quarter of
+the bytes to read) through ONNX Runtime's integer product, and each row's quantization error; for a
+small one they are the float32 cosines themselves (numpy's BLAS). No torch: a web worker under the ONNX
+engine never loads it.
 
 The copy holds, per item and column by column, what ranking reads: the vector, the recency stamp, the
 references and the wish flag, for the items a default search may return (embedded, not archived, not
 a test fixture); a search narrowed by tags goes to PostgreSQL.
 
 Threads: a search ranks from a ``Snapshot``, whose rows are never written again. A refresh appends a
-changed item as a new row and retires its old row in a fresh copy of the ``live`` column, so a search
-that took the previous snapshot reads it unchanged to the end.
+changed item as a new row (its int8 code in a column past every row a snapshot holds) and retires its
+old row in a fresh copy of the ``live`` column, so a search that took the previous snapshot reads it
+unchanged to the end.
 
 Memory: all projects' copies together stay within ``CONTEXTFORGE_MATRIX_MEMORY_MB``; loading a project
 evicts the least recently searched ones, and a project set that cannot fit is ranked by PostgreSQL.
@@ -46,8 +50,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 
 import numpy as np
+import onnxruntime
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef
@@ -76,8 +82,9 @@ FIRST_CHUNK = 1024  # most searches at 100,000 items stop within the first chunk
 # What a row costs beyond its columns: the Python objects behind it (its entry in ``row_of``, its list
 # of references), estimated; the columns are counted by their arrays' sizes.
 PY_ROW_BYTES = 256
-# What a row costs: its columns (id, vector, live, stamp, wish flag, references) and more.
-ROW_BYTES = 8 + 4 * DIMENSIONS + 1 + 8 + 1 + 8 + PY_ROW_BYTES
+# What a row costs: its columns (id, vector, live, stamp, wish flag, references, then its int8 code,
+# scale, offset, error and norm) and more.
+ROW_BYTES = 8 + 4 * DIMENSIONS + 1 + 8 + 1 + 8 + DIMENSIONS + 4 * 4 + PY_ROW_BYTES
 # Retired rows are dropped (the columns copied) once they are this share of a copy's rows.
 COMPACT_SHARE = 0.5
 
@@ -107,7 +114,7 @@ def fits(rows: int) -> bool:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One project's searchable rows as of one read. Its arrays are never written again."""
+    """One project's searchable rows as of one read. Its rows are never written again."""
 
     project_id: int
     ids: np.ndarray  # int64
@@ -116,9 +123,17 @@ class Snapshot:
     stamps: np.ndarray  # float64: what recency ages, as candidates.STAMP reads it
     proposals: np.ndarray  # bool
     references: np.ndarray  # object: each row's list of paths
+    # The int8 copy (``quantized``). Row r's code is column r: ONNX Runtime multiplies one query row by
+    # a (dimensions, rows) matrix in one pass over it, where (rows, dimensions) by one column is several
+    # times slower. Columns past the rows are room for later rows (a refresh may write them).
+    codes: np.ndarray  # int8, (DIMENSIONS, rows or more)
+    scales: np.ndarray  # float32: a row's vector is about scale * code
+    offsets: np.ndarray  # int32: what the query code's offset adds to the row's integer product
+    errors: np.ndarray  # float32: the norm of vector - scale * code, rounded up
+    norms: np.ndarray  # float32: the norm of the vector, rounded up
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name != "project_id")
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes"))
 
 
 def _allocated(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -153,9 +168,119 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
     return grown
 
 
+# The int8 screen. A row's code is its vector over its scale (its largest component / 127), rounded; the
+# query's is the same over 63 plus 64, unsigned: each product of two neighbouring byte pairs then fits
+# in 16 bits (2 * 127 * 127), so no integer kernel (MLAS has some that add pairs in 16 bits) saturates.
+ROW_LEVELS, QUERY_LEVELS, QUERY_OFFSET = 127, 63, 64
+# Copies of at least this many rows (together) are screened by their int8 copy; smaller ones by their
+# float32 product, which below it costs less than the screen's fixed costs and its exact rescoring.
+SCREEN_MIN_ROWS = 8_000
+# What float32 rounding may add to a cosine, per unit of query and row norm: the exact product's (at most
+# DIMENSIONS * 2**-24, whatever the order of the sum) and the bound's own, a few roundings, with room.
+_ROUNDING = 4 * DIMENSIONS * float(np.finfo(np.float32).eps)
+_QUANTIZE_ROWS = 1024  # rows quantized at a time: temporaries of a few megabytes
+
+
+def _rounded_up(values: np.ndarray) -> np.ndarray:
+    """``values`` (float64) as float32 no smaller than them."""
+    near = values.astype(np.float32)
+    return np.where(near < values, np.nextafter(near, np.float32(np.inf)), near)
+
+
+def quantized(vectors: np.ndarray) -> dict[str, np.ndarray]:
+    """The Snapshot columns of the int8 copy of ``vectors`` (float32, one row each): ``codes``,
+    ``scales``, ``offsets``, ``errors``, ``norms``."""
+    rows = len(vectors)
+    out = {
+        "codes": _allocated((DIMENSIONS, rows), np.int8),
+        "scales": np.empty(rows, np.float32),
+        "offsets": np.empty(rows, np.int32),
+        "errors": np.empty(rows, np.float32),
+        "norms": np.empty(rows, np.float32),
+    }
+    for start in range(0, rows, _QUANTIZE_ROWS):
+        block = vectors[start : start + _QUANTIZE_ROWS]
+        largest = np.abs(block).max(axis=1)
+        scales = np.where(largest > 0, largest / ROW_LEVELS, 1).astype(np.float32)
+        codes = np.clip(np.rint(block / scales[:, None]), -ROW_LEVELS, ROW_LEVELS).astype(np.int8)
+        # In float64: the bound needs the errors exact (up to the rounding up below).
+        exact = block.astype(np.float64)
+        error = exact - scales[:, None].astype(np.float64) * codes
+        done = slice(start, start + len(block))
+        out["codes"][:, done] = codes.T
+        out["scales"][done] = scales
+        out["offsets"][done] = QUERY_OFFSET * codes.sum(axis=1, dtype=np.int32)
+        out["errors"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", error, error)))
+        out["norms"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", exact, exact)))
+    return out
+
+
+# An ONNX model of one MatMulInteger, of a (1, dimensions) uint8 query code by (dimensions, rows) int8
+# codes, serialized (the screen's test builds it with onnx.helper and checks these bytes): importing
+# onnx would take a process longer than many searches.
+SCREEN_MODEL = (
+    b"\x08\x08\x12\x00:\x9b\x01\n'\n\x05query\n\x05codes\x12\x08products\"\rMatMulInteger\x12\x06screen"
+    b"Z!\n\x05query\x12\x18\n\x16\x08\x02\x12\x12\n\x02\x08\x01\n\x0c\x12\ndimensionsZ%\n\x05codes\x12\x1c"
+    b"\n\x1a\x08\x03\x12\x16\n\x0c\x12\ndimensions\n\x06\x12\x04rowsb\x1e\n\x08products\x12\x12\n\x10\x08\x06"
+    b"\x12\x0c\n\x02\x08\x01\n\x06\x12\x04rowsB\x04\n\x00\x10\r"
+)
+
+
+@cache
+def _integer_product() -> onnxruntime.InferenceSession:
+    """ONNX Runtime's session of SCREEN_MODEL: with one query row MLAS streams the codes once. One thread,
+    as BLAS (see threadpool_limits)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(SCREEN_MODEL, options, providers=["CPUExecutionProvider"])
+
+
+@dataclass(frozen=True)
+class _QueryCode:
+    """A query's int8 code, and what the screen adds to a row's approximate cosine to bound its cosine."""
+
+    code: np.ndarray  # uint8, (1, DIMENSIONS): the rounded query over ``scale``, plus QUERY_OFFSET
+    scale: float
+    coded_norm: float  # the norm of scale * (code - QUERY_OFFSET)
+    slack: float  # per unit of row norm: the query's own quantization error, and rounding
+
+    @classmethod
+    def of(cls, query: np.ndarray) -> _QueryCode:
+        exact = query.astype(np.float64)
+        largest = float(np.abs(exact).max())
+        scale = largest / QUERY_LEVELS if largest > 0 else 1.0
+        code = np.rint(exact / scale)
+        coded = scale * code
+        return cls(
+            code=(code + QUERY_OFFSET).astype(np.uint8)[None],
+            scale=scale,
+            coded_norm=float(np.linalg.norm(coded)),
+            slack=float(np.linalg.norm(exact - coded)) + _ROUNDING * float(np.linalg.norm(exact)),
+        )
+
+
+def screen(snapshot: Snapshot, query: _QueryCode) -> np.ndarray:
+    """An upper bound of each row's float32 cosine with the query, from the int8 copy.
+
+    With q the query, x a row, x' = scale * code its coded vector and q' the query's, the cosine is
+    q'.x' + q'.(x - x') + (q - q').x, and by Cauchy-Schwarz the last two are at most
+    |q'| * error + |q - q'| * norm. q'.x' is exact up to float32 rounding (the integer product is exact),
+    which ``_ROUNDING`` covers with that of the exact rescoring.
+    """
+    rows = len(snapshot.ids)
+    products = _integer_product().run(None, {"query": query.code, "codes": snapshot.codes})[0][0, :rows]
+    products -= snapshot.offsets
+    bounds = np.multiply(products, snapshot.scales, dtype=np.float32)
+    bounds *= np.float32(query.scale)
+    bounds += np.float32(query.coded_norm) * snapshot.errors
+    bounds += np.float32(query.slack * float(snapshot.norms.max(initial=0.0)))
+    return bounds
+
+
 @dataclass(eq=False)
 class _Copy:
-    """A project's rows: ``columns[name][:size]``, with room to grow without a copy per write.
+    """A project's rows: ``columns[name][:size]`` and ``codes[:, :size]``, with room to grow without a
+    copy per write.
 
     Rows under ``size`` are written once. A changed item gets a new row, and its old row is retired in
     a new ``live`` array, so every Snapshot handed out stays as it was.
@@ -164,6 +289,7 @@ class _Copy:
     project_id: int
     lock: threading.Lock = field(default_factory=threading.Lock)  # one reader of the database at a time
     columns: dict[str, np.ndarray] = field(default_factory=dict)
+    codes: np.ndarray | None = None  # Snapshot.codes
     row_of: dict[int, int] = field(default_factory=dict)  # item id -> its live row
     size: int = 0
     retired: int = 0
@@ -176,8 +302,12 @@ class _Copy:
     nbytes: int = 0
 
     def publish(self) -> Snapshot:
-        self.snapshot = Snapshot(self.project_id, **{n: self.columns[n][: self.size] for n in _COLUMNS})
-        self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.size * PY_ROW_BYTES
+        self.snapshot = Snapshot(
+            self.project_id, codes=self.codes, **{n: self.columns[n][: self.size] for n in _COLUMNS}
+        )
+        self.nbytes = (
+            sum(a.nbytes for a in self.columns.values()) + self.codes.nbytes + self.size * PY_ROW_BYTES
+        )
         return self.snapshot
 
     def append(self, ids: list[int], vectors: list[np.ndarray], attributes: list[tuple]) -> None:
@@ -185,8 +315,17 @@ class _Copy:
         if end > len(self.columns["ids"]):  # grow by half: a write costs a copy once in a while
             capacity = max(end, len(self.columns["ids"]) * 3 // 2, 1024)
             self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
+        # The codes grow by an eighth: the screen reads every column, a row or not.
+        if end > self.codes.shape[1]:
+            codes = _allocated((DIMENSIONS, max(end, self.size + self.size // 8, 1024)), np.int8)
+            codes[:, : self.size] = self.codes[:, : self.size]
+            self.codes = codes
         rows = slice(self.size, end)
         c = self.columns
+        fresh = quantized(np.array(vectors, dtype=np.float32))
+        self.codes[:, rows] = fresh.pop("codes")
+        for name, values in fresh.items():
+            c[name][rows] = values
         c["ids"][rows] = ids
         c["vectors"][rows] = vectors
         c["live"][rows] = True
@@ -219,6 +358,10 @@ class _Copy:
     def compact(self) -> None:
         keep = np.flatnonzero(self.columns["live"][: self.size])
         self.columns = {n: _rows(a, keep) for n, a in self.columns.items()}
+        codes = _allocated((DIMENSIONS, len(keep)), np.int8)
+        for start in range(0, DIMENSIONS, 32):  # a block at a time: no full-size temporary
+            codes[start : start + 32] = self.codes[start : start + 32, keep]
+        self.codes = codes
         self.row_of = {int(i): n for n, i in enumerate(self.columns["ids"].tolist())}
         self.size, self.retired = len(keep), 0
 
@@ -306,6 +449,8 @@ def _load(cursor, copy: _Copy) -> None:
     if not keep.all():
         ids, vectors = ids[keep], _rows(vectors, keep)
     attributes = [by_id[i] for i in ids.tolist()]
+    screened = quantized(vectors)
+    copy.codes = screened.pop("codes")
     copy.columns = {
         "ids": ids,
         "vectors": vectors,
@@ -313,6 +458,7 @@ def _load(cursor, copy: _Copy) -> None:
         "stamps": np.array([np.nan if a[0] is None else a[0] for a in attributes], dtype=np.float64),
         "proposals": np.array([a[2] for a in attributes], dtype=bool),
         "references": objects([a[1] for a in attributes]),
+        **screened,
     }
     copy.row_of = {i: n for n, i in enumerate(ids.tolist())}
     copy.size, copy.retired, copy.horizon = len(ids), 0, (horizon[0], list(horizon[1]))
@@ -522,10 +668,22 @@ def held() -> dict[int, int]:
         return {p: c.nbytes for p, c in _copies.items() if c.horizon is not None}
 
 
+_SAMPLE_STEP = 16  # _top's sample: every 16th value
+
+
 def _top(values: np.ndarray, count: int) -> np.ndarray:
     """Positions of the ``count`` largest of ``values``, in no order."""
     if count >= len(values):
         return np.arange(len(values))
+    # When at least ``count`` values reach a threshold, the ``count`` largest are among them: one taken
+    # from a sample, expected to let twice ``count`` through, leaves argpartition a few of the values.
+    sample = values[::_SAMPLE_STEP]
+    expected = 2 * count // _SAMPLE_STEP + 1
+    if expected < len(sample):
+        threshold = np.partition(sample, len(sample) - expected)[len(sample) - expected]
+        reaching = np.flatnonzero(values >= threshold)
+        if count <= len(reaching) < len(values) // 2:
+            return reaching[_top(values[reaching], count)]
     return np.argpartition(values, len(values) - count)[len(values) - count :]
 
 
@@ -541,6 +699,15 @@ def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name
     return out
 
 
+def _cosines(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The float32 cosines of each (snapshot ``owner``, row ``rows``) pair's vector with ``query``."""
+    out = np.empty(len(rows), np.float32)
+    for start in range(0, len(rows), 4096):  # a block at a time: no copy of a large chunk's vectors
+        block = slice(start, start + 4096)
+        out[block] = _gather(snapshots, owner[block], rows[block], "vectors") @ query
+    return out
+
+
 def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
     if only is None:
         return snapshot.live
@@ -550,35 +717,57 @@ def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
 def nearest(
     snapshots: list[Snapshot], query_vector: np.ndarray, *, only: np.ndarray | None = None
 ) -> Iterator[tuple[Candidates, float | None]]:
-    """Every live row of ``snapshots`` (from ``refreshed``) whose id is in ``only`` (when given), as
-    chunks in descending cosine, each with the highest cosine any later row may have (None after the
-    last chunk).
+    """Every live row of ``snapshots`` (from ``refreshed``) whose id is in ``only`` (when given), once, as
+    chunks in descending cosine, each with a bound no later row's cosine exceeds (None after the last
+    chunk). The cosines are the float32 products of the rows' vectors with the query.
+
+    Rows are taken in the order of an upper bound of their cosine (``screen``, or the cosine itself for
+    small copies), and scored exactly as they are taken. The bound of every row not taken yet is at most
+    the best one among them; a row taken whose cosine is below it is held back for a later chunk. So a
+    chunk holds the taken rows whose cosine reaches the bound it hands over, the bound is the best left,
+    and no later chunk holds a cosine above it: all that the ranking service needs, since it stops once
+    no cosine up to the bound could reach its k-th best score.
 
     Chunks double in size: most searches stop after the first, so only it is selected. Rows within a
     chunk are in no order: the ranking scores a chunk whole.
     """
     query = query_vector.astype(np.float32)
-    cosines = np.concatenate([np.where(_wanted(s, only), s.vectors @ query, -np.inf) for s in snapshots])
+    exact = sum(len(s.ids) for s in snapshots) < SCREEN_MIN_ROWS
+    if exact:
+        products = [s.vectors @ query for s in snapshots]  # the cosines themselves: their own bounds
+    else:
+        code = _QueryCode.of(query)
+        products = [screen(s, code) for s in snapshots]
+    bounds = np.concatenate(
+        [np.where(_wanted(s, only), p, -np.inf) for s, p in zip(snapshots, products, strict=True)]
+    )
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
+    held, held_cosines = np.empty(0, np.int64), np.empty(0, np.float32)
     size = FIRST_CHUNK
     while True:
-        picked = _top(cosines, size + 1)
-        values = cosines[picked]
+        picked = _top(bounds, size + 1)
+        values = bounds[picked]
         rest = None
-        if len(picked) > size:  # the (size + 1)th best stays unread: no later row's cosine is above it
+        if len(picked) > size:  # the (size + 1)th best stays untaken: no later row's bound is above it
             last = int(np.argmin(values))
             if values[last] > -np.inf:
                 rest = float(values[last])
             picked, values = np.delete(picked, last), np.delete(values, last)
         picked, values = picked[values > -np.inf], values[values > -np.inf]
-        if len(picked):
-            owner = np.searchsorted(offsets, picked, side="right") - 1
-            rows = picked - offsets[owner]
+        bounds[picked] = -np.inf  # taken: out of the next selection
+        owner = np.searchsorted(offsets, picked, side="right") - 1
+        rows = picked - offsets[owner]
+        cosines = values if exact else _cosines(snapshots, owner, rows, query)
+        picked, cosines = np.concatenate([held, picked]), np.concatenate([held_cosines, cosines])
+        ready = np.ones(len(picked), dtype=bool) if rest is None else cosines >= rest
+        if ready.any():
+            owner = np.searchsorted(offsets, picked[ready], side="right") - 1
+            rows = picked[ready] - offsets[owner]
             yield (
                 Candidates(
                     ids=_gather(snapshots, owner, rows, "ids"),
-                    cosines=values.astype(np.float64),
+                    cosines=cosines[ready].astype(np.float64),
                     project_ids=project_of[owner],
                     stamps=_gather(snapshots, owner, rows, "stamps"),
                     proposals=_gather(snapshots, owner, rows, "proposals"),
@@ -588,7 +777,7 @@ def nearest(
             )
         if rest is None:
             return
-        cosines[picked] = -np.inf  # read: out of the next selection
+        held, held_cosines = picked[~ready], cosines[~ready]
         size *= 2
 
 

@@ -198,11 +198,14 @@ def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(fo
 
 @pytest.mark.django_db(transaction=True)
 def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_the_same_hits(
-    four_projects, in_memory
+    four_projects, in_memory, monkeypatch
 ):
     in_memory.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = True
     a, b, _c, _d = four_projects
     now = timezone.now()
+    # The load waits for the first searches, however slowly a busy machine starts their threads.
+    searched, load = threading.Event(), matrix._load
+    monkeypatch.setattr(matrix, "_load", lambda *args: searched.wait(30) and load(*args))
 
     def ranked(project, **kwargs) -> tuple[str, list]:
         result = search(projects=[project], query=QUERY, limit=10, now=now, **kwargs)
@@ -211,6 +214,7 @@ def test_no_search_waits_for_a_copy_to_load_postgresql_ranks_it_meanwhile_with_t
     expected = brute_force(a, QUERY, 10, now)
     with ThreadPoolExecutor(4) as pool:  # searches arriving together start one load between them
         first = list(pool.map(lambda _n: ranked(a), range(4)))
+    searched.set()
     for strategy, hits in first:
         assert strategy == EXACT_WHILE_LOADING
         assert [pk for pk, _ in hits] == [pk for pk, _ in expected]
@@ -303,3 +307,39 @@ def test_an_item_written_late_by_a_transaction_that_began_early_is_seen_once_it_
     assert [
         h.item.pk for h in search(projects=[cast.project], query="rotate the signing keys", limit=1).hits
     ] == [late]
+
+
+def assert_screen_columns_are_those_of_the_vectors(snapshot: matrix.Snapshot) -> None:
+    rows = len(snapshot.ids)
+    expected = matrix.quantized(snapshot.vectors)
+    assert np.array_equal(snapshot.codes[:, :rows], expected.pop("codes"))
+    for name, values in expected.items():
+        assert np.array_equal(getattr(snapshot, name), values), name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_copys_int8_codes_stay_those_of_its_rows_through_appends_and_compaction(
+    cast, in_memory, monkeypatch
+):
+    monkeypatch.setattr(matrix, "COMPACT_SHARE", 0.3)  # the 50 rewrites below retire 50 rows of 120
+    fill(cast.project, 40, seed=1)
+    (loaded,) = matrix.refreshed([cast.project.pk], rows=40)
+    assert_screen_columns_are_those_of_the_vectors(loaded)
+    fill(cast.project, 30, seed=2)  # appended: the codes grow
+    (appended,) = matrix.refreshed([cast.project.pk], rows=70)
+    assert len(appended.ids) == 70 and appended.codes.shape[1] > loaded.codes.shape[1]
+    assert_screen_columns_are_those_of_the_vectors(appended)
+    assert_screen_columns_are_those_of_the_vectors(loaded)  # a snapshot handed out stays as it was
+    query = embeddings.embed_query(QUERY)
+    for item in KnowledgeItem.objects.filter(project=cast.project).order_by("pk")[:50]:
+        item.embedding = (np.asarray(item.embedding) + query) / np.linalg.norm(
+            np.asarray(item.embedding) + query
+        )
+        item.save(update_fields=["embedding"])
+    (compacted,) = matrix.refreshed([cast.project.pk], rows=70)
+    assert len(compacted.ids) == 70 and compacted.live.all()  # the 50 retired rows dropped
+    assert_screen_columns_are_those_of_the_vectors(compacted)
+    expected = brute_force(cast.project, QUERY, 10, timezone.now())
+    found = search(projects=[cast.project], query=QUERY, query_vector=query, limit=10)
+    assert found.strategy == "matrix"
+    assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]

@@ -1,10 +1,12 @@
-"""The in-memory stream's order: chunks in descending cosine, each with a bound no later row exceeds."""
+"""The in-memory stream's order: chunks in descending cosine, each with a bound no later row exceeds,
+whether it screens by the int8 copy or by the float32 product."""
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
 from knowledge.ranking import matrix
-from knowledge.ranking.matrix import DIMENSIONS, Snapshot, nearest
+from knowledge.ranking.matrix import DIMENSIONS, Snapshot, nearest, quantized
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -21,12 +23,44 @@ def snapshot(project_id: int, vectors: np.ndarray, live: np.ndarray) -> Snapshot
         stamps=np.zeros(rows),
         proposals=np.zeros(rows, dtype=bool),
         references=np.empty(rows, dtype=object),
+        **quantized(vectors),
     )
+
+
+@pytest.fixture(params=["int8 screen", "float32 product"])
+def screening(request, monkeypatch):
+    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0 if request.param == "int8 screen" else 10**9)
+    return request.param
+
+
+def streamed(snapshots: list[Snapshot], query: np.ndarray) -> dict[int, float]:
+    """Every row ``nearest`` hands over, checked chunk by chunk against the bounds it gave before."""
+    seen: dict[int, float] = {}
+    bound = np.inf
+    for chunk, rest in nearest(snapshots, query):
+        assert float(chunk.cosines.max()) <= bound  # nothing above what the previous chunk promised
+        if rest is not None:
+            assert float(chunk.cosines.min()) >= rest
+        assert not set(chunk.ids.tolist()) & seen.keys()
+        seen.update(zip(chunk.ids.tolist(), chunk.cosines.tolist(), strict=True))
+        assert set(chunk.project_ids.tolist()) <= {s.project_id for s in snapshots}
+        bound = np.inf if rest is None else rest
+    assert rest is None
+    return seen
+
+
+def brute_force(snapshots: list[Snapshot], query: np.ndarray) -> dict[int, float]:
+    return {
+        int(i): float(c)
+        for s in snapshots
+        for i, c, alive in zip(s.ids, s.vectors @ query, s.live, strict=True)
+        if alive
+    }
 
 
 @pytest.mark.parametrize("first_chunk", [7, 64, 5000])
 def test_the_stream_yields_every_live_row_once_with_its_float32_cosine_and_an_exact_bound(
-    monkeypatch, first_chunk
+    monkeypatch, first_chunk, screening
 ):
     monkeypatch.setattr(matrix, "FIRST_CHUNK", first_chunk)
     rng = np.random.default_rng(7)
@@ -38,22 +72,118 @@ def test_the_stream_yields_every_live_row_once_with_its_float32_cosine_and_an_ex
         snapshot(2, spread, rng.random(500) > 0.5),
     ]
     query = spread[0]
-    expected = {
-        int(i): float(c)
-        for s in snapshots
-        for i, c, alive in zip(s.ids, s.vectors @ query, s.live, strict=True)
-        if alive
-    }
-    seen: dict[int, float] = {}
-    bound = np.inf
-    for chunk, rest in nearest(snapshots, query):
-        assert float(chunk.cosines.max()) <= bound  # nothing above what the previous chunk promised
-        if rest is not None:
-            assert float(chunk.cosines.min()) >= rest
-        assert not set(chunk.ids.tolist()) & seen.keys()
-        seen.update(zip(chunk.ids.tolist(), chunk.cosines.tolist(), strict=True))
-        assert set(chunk.project_ids.tolist()) <= {1, 2}
-        bound = np.inf if rest is None else rest
-    assert rest is None
+    expected = brute_force(snapshots, query)
+    seen = streamed(snapshots, query)
     assert seen.keys() == expected.keys()
     assert max(abs(seen[i] - expected[i]) for i in expected) < 1e-6
+
+
+def adversarial_rows(rng, query: np.ndarray) -> np.ndarray:
+    """Rows whose cosines with ``query`` crowd together, and rows the int8 code represents worst."""
+    spiky = rng.normal(size=(200, DIMENSIONS))
+    spiky[:, 0] *= 60  # one large component: the others are coded in a few levels each
+    halfway = np.full((50, DIMENSIONS), 1.0)
+    halfway[:, ::2] = 1.0 + 0.5 / 127  # components halfway between two levels of the code
+    return unit(
+        np.concatenate(
+            [
+                rng.normal(size=(500, DIMENSIONS)),
+                query + rng.normal(scale=1e-3, size=(200, DIMENSIONS)),  # near-ties at the top
+                -query + rng.normal(scale=1e-3, size=(50, DIMENSIONS)),
+                spiky,
+                halfway * rng.choice([-1.0, 1.0], size=(50, DIMENSIONS)),
+            ]
+        )
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_int8_screen_bounds_every_float32_cosine_from_above(seed):
+    rng = np.random.default_rng(seed)
+    queries = unit(rng.normal(size=(4, DIMENSIONS)))
+    queries[1] = unit(np.where(np.arange(DIMENSIONS) == 3, 40.0, rng.normal(size=DIMENSIONS))[None])[0]
+    for query in queries:
+        rows = adversarial_rows(rng, query)
+        screened = snapshot(1, rows, np.ones(len(rows), dtype=bool))
+        bounds = matrix.screen(screened, matrix._QueryCode.of(query))
+        cosines = rows @ query
+        assert np.all(bounds >= cosines)
+
+
+def test_rows_tied_within_the_quantization_error_stream_in_exact_order(monkeypatch):
+    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 16)
+    rng = np.random.default_rng(11)
+    query = unit(rng.normal(size=(1, DIMENSIONS)))[0]
+    # 2,000 rows whose cosines differ by less than the int8 code's error: the screen cannot tell them
+    # apart, so only the exact rescoring orders them.
+    rows = unit(query + rng.normal(scale=2e-3, size=(2000, DIMENSIONS)))
+    screened = snapshot(1, rows, np.ones(len(rows), dtype=bool))
+    bounds = matrix.screen(screened, matrix._QueryCode.of(query))
+    cosines = rows @ query
+    assert np.ptp(cosines) < np.min(bounds - cosines)  # tied within the error indeed
+    seen = streamed([screened], query)
+    assert seen == pytest.approx(brute_force([screened], query), abs=1e-6)
+
+
+def test_a_screen_bound_without_the_quantization_error_breaks_the_stream(monkeypatch):
+    """The checks above can fail: a bound made too tight on purpose lets a later chunk hold a row above
+    what an earlier one promised."""
+    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
+    monkeypatch.setattr(matrix, "FIRST_CHUNK", 16)
+    screen = matrix.screen
+
+    def too_tight(snapshot, query):
+        return screen(snapshot, query) - np.float32(query.coded_norm) * snapshot.errors - query.slack
+
+    monkeypatch.setattr(matrix, "screen", too_tight)
+    rng = np.random.default_rng(11)
+    query = unit(rng.normal(size=(1, DIMENSIONS)))[0]
+    rows = unit(query + rng.normal(scale=2e-3, size=(2000, DIMENSIONS)))
+    with pytest.raises(AssertionError):
+        streamed([snapshot(1, rows, np.ones(len(rows), dtype=bool))], query)
+
+
+def test_the_integer_product_is_exact_at_the_extremes_of_both_codes():
+    """No kernel saturates: each pair of byte products fits in 16 bits at the codes' widest."""
+    rng = np.random.default_rng(3)
+    codes = rng.choice([-127, 127], size=(DIMENSIONS, 300)).astype(np.int8)
+    codes[:, :2] = 127
+    query = rng.choice([0, 2 * matrix.QUERY_LEVELS + 1], size=(1, DIMENSIONS)).astype(np.uint8)
+    query[0, :8] = 2 * matrix.QUERY_LEVELS + 1
+    products = matrix._integer_product().run(None, {"query": query, "codes": codes})[0]
+    assert np.array_equal(products, query.astype(np.int64) @ codes.astype(np.int64))
+
+
+def test_the_screen_model_is_one_matmulinteger_of_a_query_code_by_the_codes():
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["query", "codes"], ["products"])],
+        "screen",
+        [
+            helper.make_tensor_value_info("query", TensorProto.UINT8, [1, "dimensions"]),
+            helper.make_tensor_value_info("codes", TensorProto.INT8, ["dimensions", "rows"]),
+        ],
+        [helper.make_tensor_value_info("products", TensorProto.INT32, [1, "rows"])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8, producer_name=""
+    )
+    assert model.SerializeToString() == matrix.SCREEN_MODEL
+
+
+@pytest.mark.parametrize("layout", ["random", "sorted", "reversed", "ties", "mostly masked"])
+def test_the_top_positions_hold_the_largest_values_whatever_their_layout(layout):
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=50_000).astype(np.float32)
+    if layout == "sorted":
+        values.sort()
+    elif layout == "reversed":
+        values[::-1].sort()
+    elif layout == "ties":
+        values = np.round(values, 1)
+    elif layout == "mostly masked":
+        values[rng.random(len(values)) < 0.97] = -np.inf
+    for count in (1, 17, 1025, 4097, 49_999):
+        top = matrix._top(values, count)
+        assert len(top) == len(set(top.tolist())) == count
+        assert np.array_equal(np.sort(values[top]), np.sort(values)[len(values) - count :])
