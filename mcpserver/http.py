@@ -3,7 +3,7 @@
 Why ASGI and not a Django view: streamable HTTP is an async protocol whose session manager must run
 for the life of the process (an ASGI lifespan), which Django's WSGI stack cannot host. So the web
 server's app (``contextforge.asgi``, what ``manage.py serve`` runs) is one ASGI app: ``/mcp`` goes to
-the MCP server, every other path to Django's own ASGI handler, on one port.
+the MCP server, every other path to Django's ASGI handler (``contextforge.handlers``), on one port.
 
 The endpoint is stateless (a fresh transport per request, plain JSON answers): nothing about a
 client lives in the process, so web replicas behind a load balancer need no sticky sessions.
@@ -15,7 +15,6 @@ import json
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.core.asgi import get_asgi_application
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions as drf_exceptions
@@ -23,6 +22,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from contextforge.api import ApplicationError
+from contextforge.handlers import get_asgi_application
 from contextforge.middleware import DATABASE_DOWN, DATABASE_DOWN_ERRORS, RETRY_AFTER_SECONDS
 from mcpserver.access import MISSING_KEY, Caller, authenticate, readable_projects
 from mcpserver.server import Context, build_server

@@ -1,0 +1,58 @@
+"""The web server's Django handler (contextforge.handlers): a request's middleware and view run in one
+worker thread, under the same ASGI app that serves /mcp."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx2
+import pytest
+from asgiref import sync
+
+from tests.conftest import api_client_for
+from tests.mcpserver.conftest import run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def asgi_post(path: str, body: dict, secret: str) -> httpx2.Response:
+    from mcpserver.http import build_application
+
+    async def call():
+        transport = httpx2.ASGITransport(app=build_application())
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            return await client.post(path, json=body, headers={"Authorization": f"Bearer {secret}"})
+
+    return run(call())
+
+
+def test_a_request_crosses_from_the_event_loop_into_a_thread_once_besides_its_two_signals(cast, monkeypatch):
+    """Django's own ASGI handler crosses seven times here (each sync border, each process_view, the view)."""
+    secret = api_client_for(cast.owner, project=cast.project).secret
+    crossings, threads = [], set()
+    call = sync.SyncToAsync.__call__
+
+    async def counted(self, *args, **kwargs):
+        crossings.append(getattr(self.func, "__name__", repr(self.func)))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__call__", counted)
+    from accounts import authentication
+
+    authenticate = authentication.ApiKeyAuthentication.authenticate
+
+    def noting_thread(self, request):
+        threads.add(threading.get_ident())
+        return authenticate(self, request)
+
+    monkeypatch.setattr(authentication.ApiKeyAuthentication, "authenticate", noting_thread)
+    response = asgi_post("/api/v1/items/", {"title": "Deploys", "content": "Blue-green."}, secret)
+    assert response.status_code == 201, response.text
+    assert len(crossings) == 3, crossings
+    assert threading.get_ident() not in threads  # the view ran in the request's thread, not the caller's
+
+
+def test_an_error_raised_in_a_view_is_still_answered_as_json_through_the_asgi_app(cast):
+    secret = api_client_for(cast.owner, project=cast.project).secret
+    response = asgi_post("/api/v1/search/", {"query": "   "}, secret)
+    assert response.status_code == 400 and "query" in response.json()
