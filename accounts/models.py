@@ -4,7 +4,6 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import OuterRef, Subquery
 from django.utils.translation import gettext_lazy as _
 
 
@@ -118,12 +117,6 @@ class ApiKeyQuerySet(models.QuerySet):
         """Keys that authenticate: not revoked, and their owner's account not deactivated."""
         return self.filter(revoked_at__isnull=True, owner__is_active=True)
 
-    def with_owner_role(self) -> ApiKeyQuerySet:
-        """Each key with its project and ``owner_role``, the owner's role there (None for a key bound to
-        no project, or whose owner has left it): what ``ApiKey.bound_projects`` decides from."""
-        role = Membership.objects.filter(user=OuterRef("owner"), project=OuterRef("project")).values("role")
-        return self.select_related("project").annotate(owner_role=Subquery(role[:1]))
-
 
 class ApiKey(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
@@ -153,12 +146,3 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
-
-    def bound_projects(self, scope: str) -> list[Project] | None:
-        """What ``Project.objects.visible_to(owner, scope, api_key=self)`` holds, without a query, for a
-        key bound to a project and read ``with_owner_role()``: its project or nothing. None for any other
-        key (its projects take that query)."""
-        role = getattr(self, "owner_role", None)
-        if self.project_id is None or role is None:
-            return None
-        return [self.project] if scope in self.scopes and scope in ROLE_SCOPES[role] else []

@@ -89,12 +89,7 @@ def api_key_authenticate(*, secret: str) -> ApiKey | None:
     if not secret.startswith(SECRET_PREFIX):
         return None
     try:
-        key = (
-            ApiKey.objects.active()
-            .select_related("owner")
-            .with_owner_role()
-            .get(hashed_secret=hash_secret(secret))
-        )
+        key = ApiKey.objects.active().select_related("owner").get(hashed_secret=hash_secret(secret))
     except ApiKey.DoesNotExist:
         return None
     now = timezone.now()

@@ -18,15 +18,12 @@ PROJECT_REQUIRED = _("This key reaches several projects: name one with 'project'
 ROLE_FORBIDS = _("Your role in project '{slug}' does not allow '{scope}'.")
 
 
-def acting_scope(request, scope: str) -> str:
-    """``scope``, or admin in an admin-scoped action (an import, a repository's connection or sync):
-    such an action reaches only the projects where the owner's role is admin, whatever it reads."""
-    return Scope.ADMIN if getattr(request, "admin_action", False) else scope
-
-
 def request_projects(request, scope: str = "read") -> QuerySet[Project]:
-    """The projects the request may act in with ``scope`` (see acting_scope)."""
-    return projects_for(user=request.user, scope=acting_scope(request, scope), api_key=request.auth)
+    """The projects the request may act in with ``scope``; in an admin-scoped action (an import, a
+    repository's connection or sync) only those where the owner's role is admin, whatever ``scope``."""
+    if getattr(request, "admin_action", False):
+        scope = Scope.ADMIN
+    return projects_for(user=request.user, scope=scope, api_key=request.auth)
 
 
 def request_project(request, slug: str | None, scope: str) -> Project:
@@ -59,8 +56,7 @@ def projects_named(request, slug: str | None, scope: str = "read"):
     project the request reaches: what a ``?project=`` filter or a body's ``project`` narrows to."""
     if slug:
         return [request_project(request, slug, scope)]
-    bound = request.auth.bound_projects(acting_scope(request, scope))
-    return bound if bound is not None else list(request_projects(request, scope))
+    return list(request_projects(request, scope))
 
 
 def ensure_may(request, project: Project, scope: str) -> None:
