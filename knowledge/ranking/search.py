@@ -164,9 +164,9 @@ def _projects(projects) -> dict[int, Project]:
 # searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
-# Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
-# before the product; past it the stream's chunks are checked against the filter instead, in the
-# statement that reads the hits (_read_checked).
+# Matching items a narrowing filter may have for the in-memory stream to rank them alone (its copy cut
+# down to their rows, matrix.narrowed); past it the stream's chunks are checked against the filter
+# instead, in the statement that reads the hits (_read_checked).
 MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
@@ -539,10 +539,10 @@ def search(
     paths = path_indexes(project_ids)
     since = _window_start(now)
     narrowed = _narrowed_sql(project_ids, filters) if filters.narrows else None
-    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
-    # the copy before its product; one that matches more (it may take a scan of every row to find them
-    # all, as `-TODO` does) is asked only of the best rows the stream hands over, in the statement that
-    # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of cuts
+    # the copy down to them before its product; one that matches more (it may take a scan of every row
+    # to find them all, as `-TODO` does) is asked only of the best rows the stream hands over, in the
+    # statement that reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
     # up to MASKED_MAX + 1 matching ids too.
     matching = None
     broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
@@ -554,16 +554,17 @@ def search(
         strategy = EXACT_OVER_BUDGET
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
-    only = checked = None
+    checked = None
     if strategy == MATRIX and broad:
         checked = narrowed.checked
     elif strategy == MATRIX and matching is not None:
         if not matching.read:
             _read_alone(matching)
-        only = np.array(matching.value, dtype=np.int64)
-        if len(only) > MASKED_MAX:
-            only, checked = None, narrowed.checked
+        if len(matching.value) > MASKED_MAX:
+            checked = narrowed.checked
             _remember_broad((project_ids, filters))
+        else:
+            snapshots = matrix.narrowed(snapshots, np.array(matching.value, dtype=np.int64))
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -573,7 +574,7 @@ def search(
         if strategy != MATRIX:
             stream = _exact_stream(project_ids, filters, query_vector, limit)
         else:
-            stream = matrix.nearest(snapshots, query_vector, only=only)
+            stream = matrix.nearest(snapshots, query_vector)
         if checked is not None:
             read, scanned, items = _read_checked(
                 stream, checked, limit=limit, now=now, paths=paths, since=since
