@@ -143,6 +143,17 @@ def highlight_query(*texts: str) -> SearchQuery:
     )
 
 
+# A keyword query that only excludes words: each term a minus and ASCII letters or digits, between ASCII
+# spaces (so both rewrites leave it as it is, and PostgreSQL reads each term as one word).
+_EXCLUSIONS_ONLY = re.compile(r"[ \t\n\r]*-[A-Za-z0-9]+(?:[ \t\n\r]+-[A-Za-z0-9]+)*[ \t\n\r]*")
+
+
+def marks_nothing(texts) -> bool:
+    """Whether ``headline`` marks nothing in any item that the keyword queries ``texts`` match: they
+    only exclude words (``-TODO``), and ts_headline marks only the query's words, which none holds."""
+    return all(_EXCLUSIONS_ONLY.fullmatch(text) for text in texts)
+
+
 def headline(field: str, texts) -> SearchHeadline:
     """``field`` with every match of the keyword queries ``texts`` between markers (see ``spans``)."""
     return SearchHeadline(

@@ -35,7 +35,7 @@ from pgvector.django import CosineDistance
 from accounts.models import Project
 from gitsync.selectors import live_since, repository_files, synced_repositories
 from knowledge import embeddings
-from knowledge.keywords import Span, headline, spans
+from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
@@ -505,13 +505,16 @@ def _hits_query(items, filters: SearchFilters):
     """``items`` as a search reads its hits: unordered (the search orders them), without the vector, each
     hit's project to be taken from the search's ``projects`` (not a join), the keyword matches marked."""
     items = items.without_embedding().order_by()
-    if filters.texts:
+    if filters.texts and not marks_nothing(filters.texts):
         items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
     return items
 
 
 def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
-    return {name: spans(getattr(item, name), getattr(item, f"{name}_marked"), texts) for name in HIGHLIGHTED}
+    """Each field's highlights (none where ``_hits_query`` knew that nothing would be marked)."""
+    return {
+        name: spans(getattr(item, name), getattr(item, f"{name}_marked", None), texts) for name in HIGHLIGHTED
+    }
 
 
 def search(
