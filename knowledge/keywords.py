@@ -130,9 +130,14 @@ _IDENTIFIER_GLUE = re.compile(f"{_PUNCTUATION}+")
 
 def _spaced(expression) -> Func:
     """``expression`` with each punctuation character inside an identifier a space: the words of
-    ``identifier_parts`` at the same offsets as in the text itself."""
+    ``identifier_parts`` at the same offsets as in the text itself.
+
+    The character comes first and the look behind (at the text up to it) second: PostgreSQL then looks
+    behind only at punctuation, not at every character of the text."""
     return _replace(
-        expression, f"(?<=[[:alnum:]]{_PUNCTUATION}*){_PUNCTUATION}(?={_PUNCTUATION}*[[:alnum:]])", " "
+        expression,
+        f"{_PUNCTUATION}(?<=[[:alnum:]]{_PUNCTUATION}*{_PUNCTUATION})(?={_PUNCTUATION}*[[:alnum:]])",
+        " ",
     )
 
 
