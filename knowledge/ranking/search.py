@@ -306,9 +306,9 @@ class _NarrowedSQL:
     # item), as a subquery read in the catch-up statement.
     matching_ids: tuple[str, tuple]
     # The filtered candidates among an array of ids that match, as items with their highlights and their
-    # place in the array (``checked_row``, from 0), in the array's order, up to a limit; each id is looked up by itself (OFFSET 0 keeps the lateral subquery a
-    # nested loop), so PostgreSQL stops at the last match needed and marks only those, where a join over
-    # every match would read them all.
+    # place in the array (``checked_row``, from 0), in the array's order, up to a limit; each id is looked
+    # up by itself (OFFSET 0 keeps the lateral subquery a nested loop), so PostgreSQL stops at the last
+    # match needed and marks only those, where a join over every match would read them all.
     checked: tuple[str, tuple]
 
 
@@ -453,9 +453,10 @@ def _read(
 def _server_bound_items(sql: str, params: list) -> list[KnowledgeItem]:
     """What ``KnowledgeItem.objects.raw(sql, params)`` gives, read with the parameters bound by PostgreSQL.
 
-    Raw SQL: Django's cursors write the parameters into the statement's text (client-side binding), and
-    PostgreSQL takes longer over that text, a chunk's ids in it, than over the same statement bound. The
-    columns are taken as they come: the one field that needs converting, the vector, is never read here."""
+    Raw SQL: Django's cursors write the parameters into the statement's text (client-side binding), a
+    chunk's ids among them, and a raw queryset works out anew how its columns map to fields; the statement
+    bound and its rows made into items here take less time. The columns are taken as they come: the one
+    field that needs converting, the vector, is never read here."""
     connection.ensure_connection()
     bound = psycopg.Cursor(connection.connection)
     wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
@@ -573,8 +574,8 @@ def search(
     # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of cuts
     # the copy down to them before its product; one that matches more (it may take a scan of every row
     # to find them all, as `-TODO` does) is asked only of the best rows the stream hands over, in the
-    # statement that reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
-    # up to MASKED_MAX + 1 matching ids too.
+    # statement that reads the hits (_read_checked). Which of the two is known from the catch-up
+    # statement, which reads up to MASKED_MAX + 1 matching ids too.
     matching = None
     broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
     if narrowed and strategy == MATRIX and not broad:
