@@ -116,6 +116,28 @@ def test_a_lone_part_of_a_queried_identifier_is_not_highlighted(cast):
 
 
 @pytest.mark.parametrize(
+    ("text", "spaced"),
+    [
+        ("src/lib/auth.ts", "src lib auth ts"),
+        ("std::io::Read", "std  io  Read"),
+        ("a-_-b c", "a   b c"),
+        ("--no-verify", "--no verify"),
+        ("v2.3.1.", "v2 3 1."),
+        ("-5, .5 and x.", "-5, .5 and x."),
+        ("_private_ __dunder__", "_private_ __dunder__"),
+    ],
+)
+def test_the_headline_reads_each_field_with_the_punctuation_inside_identifiers_spaced(text, spaced):
+    """Every character of a run of punctuation between letters or digits, and no other, becomes a space:
+    the words the index reads, at the offsets of the text itself."""
+    from django.db.models import Value
+
+    from knowledge import keywords
+
+    assert keywords._evaluated(keywords._spaced(Value(text))) == spaced
+
+
+@pytest.mark.parametrize(
     ("text", "nothing_marked"),
     [
         ("-TODO", True),
