@@ -458,6 +458,7 @@ def _server_bound_items(sql: str, params: list) -> list[KnowledgeItem]:
     bound and its rows made into items here take less time. The columns are taken as they come: the one
     field that needs converting, the vector, is never read here."""
     connection.ensure_connection()
+    connection.validate_thread_sharing()  # as connection.cursor() does
     bound = psycopg.Cursor(connection.connection)
     wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
     with wrap(bound) as cursor:
