@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchVector
 from django.db import DatabaseError, connection, transaction
@@ -129,9 +130,14 @@ _IDENTIFIER_GLUE = re.compile(f"{_PUNCTUATION}+")
 
 def _spaced(expression) -> Func:
     """``expression`` with each punctuation character inside an identifier a space: the words of
-    ``identifier_parts`` at the same offsets as in the text itself."""
+    ``identifier_parts`` at the same offsets as in the text itself.
+
+    The character comes first and the look behind (at the text up to it) second: PostgreSQL then looks
+    behind only at punctuation, not at every character of the text."""
     return _replace(
-        expression, f"(?<=[[:alnum:]]{_PUNCTUATION}*){_PUNCTUATION}(?={_PUNCTUATION}*[[:alnum:]])", " "
+        expression,
+        f"{_PUNCTUATION}(?<=[[:alnum:]]{_PUNCTUATION}*{_PUNCTUATION})(?={_PUNCTUATION}*[[:alnum:]])",
+        " ",
     )
 
 
@@ -140,6 +146,17 @@ def highlight_query(*texts: str) -> SearchQuery:
     return _all(
         SearchQuery(identifier_parts(Value(text)), config=CONFIG, search_type="websearch") for text in texts
     )
+
+
+# A keyword query that only excludes words: each term a minus and ASCII letters or digits, between ASCII
+# spaces (so both rewrites leave it as it is, and PostgreSQL reads each term as one word).
+_EXCLUSIONS_ONLY = re.compile(r"[ \t\n\r]*-[A-Za-z0-9]+(?:[ \t\n\r]+-[A-Za-z0-9]+)*[ \t\n\r]*")
+
+
+def marks_nothing(texts) -> bool:
+    """Whether ``headline`` marks nothing in any item that the keyword queries ``texts`` match: they
+    only exclude words (``-TODO``), and ts_headline marks only the query's words, which none holds."""
+    return all(_EXCLUSIONS_ONLY.fullmatch(text) for text in texts)
 
 
 def headline(field: str, texts) -> SearchHeadline:
@@ -158,7 +175,7 @@ _PY_IDENTIFIER = re.compile(r"[^\W_]+(?:[-_./:]+[^\W_]+)+")
 _PY_WORD = re.compile(r"[^\W_]+")
 
 
-def _wanted_span(text: str, identifiers: set[str], has_words: bool) -> bool:
+def _wanted_span(text: str, identifiers: frozenset[str], has_words: bool) -> bool:
     """Whether a marked stretch is what the queries asked for: ts_headline marks every word of an
     identifier's phrase wherever it stands, so a lone part of an identifier only counts when the
     queries also hold words of their own (which it may be the stem of)."""
@@ -167,13 +184,22 @@ def _wanted_span(text: str, identifiers: set[str], has_words: bool) -> bool:
     return has_words and not _IDENTIFIER_GLUE.search(text)
 
 
+@lru_cache(maxsize=256)
+def _asked(texts: tuple[str, ...]) -> tuple[frozenset[str], bool]:
+    """What the keyword queries ``texts`` ask ``_wanted_span`` for: their identifiers (lowercase), and
+    whether they hold words of their own."""
+    identifiers = frozenset(m.group().lower() for text in texts for m in _PY_IDENTIFIER.finditer(text))
+    return identifiers, any(_PY_WORD.search(_PY_IDENTIFIER.sub(" ", text)) for text in texts)
+
+
 def spans(original: str, marked: str | None, texts=()) -> list[Span]:
     """The marked stretches of ``original``, as ``headline`` marked its spaced copy for the keyword
     queries ``texts``; the parts of one identifier make one span."""
-    if not marked or not _spaced_alike(original, marked.replace(_START, "").replace(_STOP, "")):
+    if not marked or _START not in marked:
         return []
-    identifiers = {m.group().lower() for text in texts for m in _PY_IDENTIFIER.finditer(text)}
-    has_words = any(_PY_WORD.search(_PY_IDENTIFIER.sub(" ", text)) for text in texts)
+    if not _spaced_alike(original, marked.replace(_START, "").replace(_STOP, "")):
+        return []
+    identifiers, has_words = _asked(tuple(texts))
     found: list[list[int]] = []
     removed = 0
     for match in _MARKED.finditer(marked):
@@ -191,8 +217,16 @@ def spans(original: str, marked: str | None, texts=()) -> list[Span]:
     ]
 
 
+_SPACE_PUNCTUATION = str.maketrans(_PUNCTUATION_CHARACTERS, " " * len(_PUNCTUATION_CHARACTERS))
+
+
 def _spaced_alike(original: str, spaced: str) -> bool:
-    """Whether ``spaced`` is ``original`` as ``_spaced`` leaves it: the same length, only punctuation spaced."""
-    return len(original) == len(spaced) and all(
-        a == b or (b == " " and a in _PUNCTUATION_CHARACTERS) for a, b in zip(original, spaced, strict=True)
+    """Whether ``spaced`` is ``original`` as ``_spaced`` leaves it: the same length, only punctuation spaced.
+
+    Compared whole, with punctuation turned into spaces on both sides, and then where ``spaced`` kept
+    punctuation (the comparison took any punctuation or space there for any other)."""
+    return (
+        len(original) == len(spaced)
+        and original.translate(_SPACE_PUNCTUATION) == spaced.translate(_SPACE_PUNCTUATION)
+        and all(original[m.start() : m.end()] == m.group() for m in _IDENTIFIER_GLUE.finditer(spaced))
     )

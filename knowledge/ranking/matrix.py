@@ -714,6 +714,21 @@ def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
     return snapshot.live & np.isin(snapshot.ids, only)
 
 
+def narrowed(snapshots: list[Snapshot], only: np.ndarray) -> list[Snapshot]:
+    """``snapshots`` cut down to their live rows whose id is in ``only``, in snapshots of their own.
+
+    A search narrowed to a few items ranks them alone: masking every other row of the copy instead
+    leaves ``nearest`` to multiply and select among them all, and the mask's many equal cosines (-inf)
+    are the slowest input ``np.argpartition`` has."""
+    cut = []
+    for snapshot in snapshots:
+        rows = np.flatnonzero(_wanted(snapshot, only))
+        cut.append(
+            Snapshot(snapshot.project_id, **{name: getattr(snapshot, name)[rows] for name in _COLUMNS})
+        )
+    return cut
+
+
 def nearest(
     snapshots: list[Snapshot], query_vector: np.ndarray, *, only: np.ndarray | None = None
 ) -> Iterator[tuple[Candidates, float | None]]:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from itertools import islice
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
@@ -35,7 +36,7 @@ from pgvector.django import CosineDistance
 from accounts.models import Project
 from gitsync.selectors import live_since, repository_files, synced_repositories
 from knowledge import embeddings
-from knowledge.keywords import Span, headline, spans
+from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
 from knowledge.ranking import matrix
 from knowledge.ranking.candidates import COLUMNS, STAMP, Candidates, concat
@@ -164,9 +165,9 @@ def _projects(projects) -> dict[int, Project]:
 # searches, whose candidates with a ceiling above the k-th best score are fewer (bench/search.py reports
 # how many); every row read costs its transfer and parsing.
 FIRST_EXACT_ROWS = 100
-# Matching items a narrowing filter may have for the in-memory stream to mask its copy to their ids
-# before the product; past it the stream's chunks are checked against the filter instead, in the
-# statement that reads the hits (_read_checked).
+# Matching items a narrowing filter may have for the in-memory stream to rank them alone (its copy cut
+# down to their rows, matrix.narrowed); past it the stream's chunks are checked against the filter
+# instead, in the statement that reads the hits (_read_checked).
 MASKED_MAX = 1000
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
@@ -304,10 +305,10 @@ class _NarrowedSQL:
     # Up to a limit of ids of the filtered candidates, in one array (one value to parse, not a row per
     # item), as a subquery read in the catch-up statement.
     matching_ids: tuple[str, tuple]
-    # The filtered candidates among an array of ids that match, as items with their highlights, in the
-    # array's order, up to a limit; each id is looked up by itself (OFFSET 0 keeps the lateral subquery a
-    # nested loop), so PostgreSQL stops at the last match needed and marks only those, where a join over
-    # every match would read them all.
+    # The filtered candidates among an array of ids that match, as items with their highlights and their
+    # place in the array (``checked_row``, from 0), in the array's order, up to a limit; each id is looked
+    # up by itself (OFFSET 0 keeps the lateral subquery a nested loop), so PostgreSQL stops at the last
+    # match needed and marks only those, where a join over every match would read them all.
     checked: tuple[str, tuple]
 
 
@@ -322,7 +323,8 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
             ids_params,
         ),
         checked=(
-            "SELECT matching.* FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
+            "SELECT matching.*, part.n - 1 AS checked_row"
+            " FROM unnest(%s::bigint[]) WITH ORDINALITY part(id, n),"
             f" LATERAL (SELECT * FROM ({checked}) hits WHERE hits.id = part.id OFFSET 0) matching"
             " ORDER BY part.n LIMIT %s",
             checked_params,
@@ -341,9 +343,10 @@ def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str
 
 
 def _array(ids: list[int]) -> str:
-    """``ids`` as PostgreSQL's text of a ``bigint[]``: psycopg adapts a list element by element, in Python
-    when it binds on the client, which takes longer than the statement for a chunk's ids."""
-    return "{" + ",".join(map(str, ids)) + "}"
+    """``ids`` (Python ints) as PostgreSQL's text of a ``bigint[]``: psycopg adapts a list element by
+    element, in Python, which takes longer than the statement for a chunk's ids. Python's own text of the
+    list holds the same numbers and takes less time than joining them one by one."""
+    return "{" + str(ids)[1:-1] + "}"
 
 
 # Per project set and narrowing filters: the _period() in which the filters last matched more than
@@ -447,6 +450,34 @@ def _read(
     return read, needed
 
 
+def _server_bound_items(sql: str, params: list) -> list[KnowledgeItem]:
+    """What ``KnowledgeItem.objects.raw(sql, params)`` gives, read with the parameters bound by PostgreSQL.
+
+    Raw SQL: Django's cursors write the parameters into the statement's text (client-side binding), a
+    chunk's ids among them, and a raw queryset works out anew how its columns map to fields; the statement
+    bound and its rows made into items here take less time. The columns are taken as they come: the one
+    field that needs converting, the vector, is never read here."""
+    connection.ensure_connection()
+    connection.validate_thread_sharing()  # as connection.cursor() does
+    bound = psycopg.Cursor(connection.connection)
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    with wrap(bound) as cursor:
+        cursor.execute(sql, params)
+        columns = [column.name for column in cursor.description]
+        rows = cursor.fetchall()
+    attnames = {field.column: field.attname for field in KnowledgeItem._meta.concrete_fields}
+    fields = [n for n, column in enumerate(columns) if column in attnames]
+    names = [attnames[columns[n]] for n in fields]
+    annotations = [(n, column) for n, column in enumerate(columns) if column not in attnames]
+    items = []
+    for row in rows:
+        item = KnowledgeItem.from_db(connection.alias, names, [row[n] for n in fields])
+        for n, column in annotations:
+            setattr(item, column, row[n])
+        items.append(item)
+    return items
+
+
 def _read_checked(
     stream,
     checked: tuple[str, tuple],
@@ -476,10 +507,9 @@ def _read_checked(
             rows = rows[scored.final[rows] >= kth]  # below the k-th best so far: cannot enter
             if len(rows):
                 ids = scored.candidates.ids[rows].tolist()
-                position = {item_id: n for n, item_id in enumerate(ids)}
-                matches = list(KnowledgeItem.objects.raw(sql, [_array(ids), *params, limit]))
+                matches = _server_bound_items(sql, [_array(ids), *params, limit])
                 items.update((item.pk, item) for item in matches)
-                found = [position[item.pk] for item in matches]
+                found = [item.checked_row for item in matches]
                 scanned += found[-1] + 1 if len(found) == limit else len(rows)
                 if found:
                     kept.append(scored.kept(rows[found]))
@@ -505,13 +535,16 @@ def _hits_query(items, filters: SearchFilters):
     """``items`` as a search reads its hits: unordered (the search orders them), without the vector, each
     hit's project to be taken from the search's ``projects`` (not a join), the keyword matches marked."""
     items = items.without_embedding().order_by()
-    if filters.texts:
+    if filters.texts and not marks_nothing(filters.texts):
         items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
     return items
 
 
 def _highlights(item: KnowledgeItem, texts) -> dict[str, list[Span]]:
-    return {name: spans(getattr(item, name), getattr(item, f"{name}_marked"), texts) for name in HIGHLIGHTED}
+    """Each field's highlights (none where ``_hits_query`` knew that nothing would be marked)."""
+    return {
+        name: spans(getattr(item, name), getattr(item, f"{name}_marked", None), texts) for name in HIGHLIGHTED
+    }
 
 
 def search(
@@ -539,11 +572,11 @@ def search(
     paths = path_indexes(project_ids)
     since = _window_start(now)
     narrowed = _narrowed_sql(project_ids, filters) if filters.narrows else None
-    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of masks
-    # the copy before its product; one that matches more (it may take a scan of every row to find them
-    # all, as `-TODO` does) is asked only of the best rows the stream hands over, in the statement that
-    # reads the hits (_read_checked). Which of the two is known from the catch-up statement, which reads
-    # up to MASKED_MAX + 1 matching ids too.
+    # The copy holds every searchable row. A narrowing filter that PostgreSQL finds few matches of cuts
+    # the copy down to them before its product; one that matches more (it may take a scan of every row
+    # to find them all, as `-TODO` does) is asked only of the best rows the stream hands over, in the
+    # statement that reads the hits (_read_checked). Which of the two is known from the catch-up
+    # statement, which reads up to MASKED_MAX + 1 matching ids too.
     matching = None
     broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
     if narrowed and strategy == MATRIX and not broad:
@@ -554,16 +587,17 @@ def search(
         strategy = EXACT_OVER_BUDGET
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
-    only = checked = None
+    checked = None
     if strategy == MATRIX and broad:
         checked = narrowed.checked
     elif strategy == MATRIX and matching is not None:
         if not matching.read:
             _read_alone(matching)
-        only = np.array(matching.value, dtype=np.int64)
-        if len(only) > MASKED_MAX:
-            only, checked = None, narrowed.checked
+        if len(matching.value) > MASKED_MAX:
+            checked = narrowed.checked
             _remember_broad((project_ids, filters))
+        else:
+            snapshots = matrix.narrowed(snapshots, np.array(matching.value, dtype=np.int64))
 
     embed_started = time.perf_counter()
     if query_vector is None:
@@ -573,7 +607,7 @@ def search(
         if strategy != MATRIX:
             stream = _exact_stream(project_ids, filters, query_vector, limit)
         else:
-            stream = matrix.nearest(snapshots, query_vector, only=only)
+            stream = matrix.nearest(snapshots, query_vector)
         if checked is not None:
             read, scanned, items = _read_checked(
                 stream, checked, limit=limit, now=now, paths=paths, since=since

@@ -115,6 +115,68 @@ def test_a_lone_part_of_a_queried_identifier_is_not_highlighted(cast):
     assert [span.text for span in hit.highlights["content"]] == ["ERR_CONN_RESET"]
 
 
+@pytest.mark.parametrize(
+    ("text", "spaced"),
+    [
+        ("src/lib/auth.ts", "src lib auth ts"),
+        ("std::io::Read", "std  io  Read"),
+        ("a-_-b c", "a   b c"),
+        ("--no-verify", "--no verify"),
+        ("v2.3.1.", "v2 3 1."),
+        ("-5, .5 and x.", "-5, .5 and x."),
+        ("_private_ __dunder__", "_private_ __dunder__"),
+    ],
+)
+def test_the_headline_reads_each_field_with_the_punctuation_inside_identifiers_spaced(text, spaced):
+    """Every character of a run of punctuation between letters or digits, and no other, becomes a space:
+    the words the index reads, at the offsets of the text itself."""
+    from django.db.models import Value
+
+    from knowledge import keywords
+
+    assert keywords._evaluated(keywords._spaced(Value(text))) == spaced
+
+
+@pytest.mark.parametrize(
+    ("text", "nothing_marked"),
+    [
+        ("-TODO", True),
+        ("-TODO -FIXME", True),
+        ("-e1102 -the", True),
+        ("-TODO_LIST", False),  # its parts are words of the highlight query
+        ("-TODO-x", False),
+        ("redis -cache", False),
+        ("redis or -cache", False),  # an item with "redis cache" matches, and "cache" is marked
+        ('-"root cause"', False),
+    ],
+)
+def test_only_a_query_of_excluded_words_skips_the_highlights(text, nothing_marked):
+    """Skipped only where PostgreSQL reads the query, and its highlight query, as one same conjunction of
+    excluded words: no item the filter matches holds one of them."""
+    from django.db.models import Func, TextField
+
+    from knowledge import keywords
+
+    def read(query):
+        return keywords._evaluated(Func(query, template="(%(expressions)s)::text", output_field=TextField()))
+
+    assert keywords.marks_nothing([text]) == nothing_marked
+    if nothing_marked:
+        matched, highlighted = read(keywords.keyword_query(text)), read(keywords.highlight_query(text))
+        assert matched == highlighted
+        assert all(term.startswith("!'") for term in matched.split(" & "))
+
+
+def test_a_hit_of_a_query_of_excluded_words_has_empty_highlights(cast):
+    make_item(cast.project, "Proxy resets", "A reset of the proxy fixes it.")
+    (hit,) = search(projects=[cast.project], query="proxy", filters=SearchFilters(texts=("-TODO",))).hits
+    assert hit.highlights == {"title": [], "content": []}
+    (hit,) = search(
+        projects=[cast.project], query="proxy", filters=SearchFilters(texts=("reset or -TODO",))
+    ).hits
+    assert [span.text for span in hit.highlights["content"]] == ["reset"]
+
+
 def test_a_hit_without_a_keyword_filter_has_no_highlights(cast, owner_api):
     make_item(cast.project, "Proxy resets", "Clients see ERR_CONN_RESET.")
     (hit,) = _search(owner_api, {"query": "proxy"}).json()["results"]

@@ -137,7 +137,7 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy cut", "many: chunks checked"])
 @pytest.mark.parametrize(
     ("query", "text", "several_chunks"),
     [
@@ -182,7 +182,7 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
     forget_caches()
 
 
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy masked", "many: chunks checked"])
+@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy cut", "many: chunks checked"])
 def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
     memory_of_many_ages, masked_max, monkeypatch, settings
 ):
