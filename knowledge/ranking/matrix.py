@@ -708,12 +708,6 @@ def _cosines(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, que
     return out
 
 
-def _wanted(snapshot: Snapshot, only: np.ndarray | None) -> np.ndarray:
-    if only is None:
-        return snapshot.live
-    return snapshot.live & np.isin(snapshot.ids, only)
-
-
 def narrowed(snapshots: list[Snapshot], only: np.ndarray) -> list[Snapshot]:
     """``snapshots`` cut down to their live rows whose id is in ``only``, in snapshots of their own.
 
@@ -722,17 +716,14 @@ def narrowed(snapshots: list[Snapshot], only: np.ndarray) -> list[Snapshot]:
     are the slowest input ``np.argpartition`` has."""
     cut = []
     for snapshot in snapshots:
-        rows = np.flatnonzero(_wanted(snapshot, only))
-        cut.append(
-            Snapshot(snapshot.project_id, **{name: getattr(snapshot, name)[rows] for name in _COLUMNS})
-        )
+        rows = np.flatnonzero(snapshot.live & np.isin(snapshot.ids, only))
+        columns = {name: getattr(snapshot, name)[rows] for name in _COLUMNS}
+        cut.append(Snapshot(snapshot.project_id, codes=snapshot.codes[:, rows], **columns))
     return cut
 
 
-def nearest(
-    snapshots: list[Snapshot], query_vector: np.ndarray, *, only: np.ndarray | None = None
-) -> Iterator[tuple[Candidates, float | None]]:
-    """Every live row of ``snapshots`` (from ``refreshed``) whose id is in ``only`` (when given), once, as
+def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tuple[Candidates, float | None]]:
+    """Every live row of ``snapshots`` (from ``refreshed`` or ``narrowed``), once, as
     chunks in descending cosine, each with a bound no later row's cosine exceeds (None after the last
     chunk). The cosines are the float32 products of the rows' vectors with the query.
 
@@ -753,9 +744,7 @@ def nearest(
     else:
         code = _QueryCode.of(query)
         products = [screen(s, code) for s in snapshots]
-    bounds = np.concatenate(
-        [np.where(_wanted(s, only), p, -np.inf) for s, p in zip(snapshots, products, strict=True)]
-    )
+    bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     held, held_cosines = np.empty(0, np.int64), np.empty(0, np.float32)
