@@ -567,6 +567,17 @@ def search(
     # the Python code right after it runs slower (bench/search.py).
     projects = _projects(projects)
     project_ids = tuple(projects)
+    if not project_ids:  # a caller who reaches no project (one who left them all) finds nothing
+        empty = 0 if count_excluded else None
+        return SearchResult(
+            hits=[],
+            strategy=EXACT,
+            scanned=0,
+            embed_ms=0.0,
+            took_ms=0.0,
+            excluded_test_items=empty,
+            pending_items=empty,
+        )
     scope = KnowledgeItem.objects.in_projects(project_ids)
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from knowledge.models import KnowledgeItem
+from tests.conftest import api_client_for
 from tests.knowledge.factories import make_item
 
 pytestmark = pytest.mark.django_db
@@ -271,3 +272,12 @@ def test_a_search_request_reads_the_key_and_its_projects_once_beside_the_ranking
     with django_assert_num_queries(len(service.captured_queries) + 2):
         response = owner_api.post("/api/v1/search/", body, format="json")
     assert response.status_code == 200 and len(response.json()["results"]) == 2
+
+
+def test_a_key_whose_owner_has_left_every_project_finds_nothing_and_gets_no_error(cast, django_user_model):
+    make_item(cast.project, "Deploys", "Blue-green, with a canary first.")
+    leaver = django_user_model.objects.create_user("leaver", password="x")
+    client = api_client_for(leaver)
+    response = client.post("/api/v1/search/", {"query": "how do we deploy"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["results"] == []
