@@ -35,7 +35,7 @@ class Candidates:
             ids=np.array(ids, dtype=np.int64),
             cosines=np.array(cosines, dtype=np.float64),
             project_ids=np.array(project_ids, dtype=np.int64),
-            stamps=np.array([np.nan if s is None else s for s in stamps], dtype=np.float64),
+            stamps=np.array(stamps, dtype=np.float64),  # None as NaN
             proposals=np.array(proposals, dtype=bool),
             references=objects(references),
         )

@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
 from pgvector import Vector
-from pgvector.django import CosineDistance
+from pgvector.django import MaxInnerProduct
 
 from accounts.models import Project
 from gitsync.selectors import live_since, repository_files, synced_repositories
@@ -239,29 +239,46 @@ def _candidates(project_ids: tuple[int, ...], filters: SearchFilters):
     )
 
 
-def _ordered(candidates_qs, query_vector: np.ndarray):
-    """The candidates' stream columns, nearest first."""
-    # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
-    distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
-    ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
-    return ordered.values_list("id", "distance", *COLUMNS)
+def _ordered(candidates_qs, query_vector: np.ndarray, rows: int | None = None):
+    """The candidates' stream columns (their cosine, not a distance), nearest first; with ``rows``, the
+    first ``rows`` of them."""
+    # Stored vectors are unit length (embeddings.embed_texts normalizes them): the inner product is the
+    # cosine, as the in-memory stream computes it, without the norms `<=>` computes for every row. Its
+    # negation is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+    cosine = ExpressionWrapper(MaxInnerProduct("embedding", query_vector) * -1.0, output_field=FloatField())
+    if rows is not None:
+        # The nearest ids first, then the other columns of those alone: PostgreSQL computes a row's
+        # columns before its top-N sort, for every candidate.
+        nearest = candidates_qs.annotate(cosine=cosine).order_by("-cosine", "id").values("id")[:rows]
+        candidates_qs = KnowledgeItem.objects.filter(pk__in=nearest)
+    ordered = candidates_qs.annotate(cosine=cosine, stamp=STAMP).order_by("-cosine", "id")
+    return ordered.values_list("id", "cosine", *COLUMNS)
 
 
-# Stands for the query vector in the compiled first statement below (its only vector parameter), found
-# there in pgvector's text form, the one the ORM sends.
+def _vector_text(vector: np.ndarray) -> str:
+    """``vector`` in pgvector's text form, each float32 in 9 significant digits, which read back as the
+    same float32: formatting the shortest digits (as pgvector's ``Vector.to_text`` does) takes longer."""
+    return "[" + ",".join([f"{value:.9g}" for value in vector.tolist()]) + "]"
+
+
+# Stands for the query vector in the compiled first statement below, found among its parameters in
+# pgvector's text form, the one the ORM sends.
 _SOME_VECTOR = np.array([0.5], dtype=np.float32)
 
 
 @lru_cache(maxsize=_SIZE_CACHE)
-def _first_exact_statement(project_ids: tuple[int, ...], filters: SearchFilters, rows: int):
-    """The exact stream's first statement for these projects and filters, compiled once, and the position
-    of its query vector parameter (in the select list, so before any parameter of the filters).
+def _first_exact_statement(
+    project_ids: tuple[int, ...], filters: SearchFilters, rows: int
+) -> tuple[str, list, tuple[int, ...]]:
+    """The exact stream's first statement for these projects and filters, compiled once, and the
+    positions of the query vector among its parameters.
 
     Raw SQL: building and compiling the annotated QuerySet costs more CPU than PostgreSQL's scan of a
     small project; between searches only the query vector changes."""
-    ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR)[:rows]
+    ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR, rows)
     sql, params = ordered.query.sql_with_params()
-    return sql, list(params), list(params).index(Vector(_SOME_VECTOR).to_text())
+    some = Vector(_SOME_VECTOR).to_text()
+    return sql, list(params), tuple(n for n, param in enumerate(params) if param == some)
 
 
 def _exact_stream(
@@ -270,29 +287,28 @@ def _exact_stream(
     """PostgreSQL's exact scan and sort: the first chunk in one statement (most searches need no more),
     then, only if asked, every row again from the top through a server-side cursor, less the rows
     already handed over (a row written in between is ranked once, as one of the two reads saw it)."""
-
-    def chunk(batch: list[tuple]) -> Candidates:
-        return Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
-
     first = max(FIRST_EXACT_ROWS, 4 * limit)
     sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
+    params, text = params.copy(), _vector_text(query_vector)
+    for n in at:
+        params[n] = text
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[:at], Vector(query_vector).to_text(), *params[at + 1 :]])
+        cursor.execute(sql, params)
         batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:
-            yield chunk(batch), None
+            yield Candidates.from_rows(batch), None
         return
-    yield chunk(batch[:first]), 1.0 - batch[first][1]
+    yield Candidates.from_rows(batch[:first]), batch[first][1]
     seen = {row[0] for row in batch[:first]}
     size = 2 * first
     rows = _ordered(_candidates(project_ids, filters), query_vector).iterator(chunk_size=size)
     with transaction.atomic(), closing(rows):  # the cursor closes before the transaction ends
         while batch := list(islice(rows, size)):
-            rest = 1.0 - batch[-1][1] if len(batch) == size else None
+            rest = batch[-1][1] if len(batch) == size else None
             fresh = [row for row in batch if row[0] not in seen]
             if fresh:
-                yield chunk(fresh), rest
+                yield Candidates.from_rows(fresh), rest
 
 
 @dataclass(frozen=True)
