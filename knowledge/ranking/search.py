@@ -33,7 +33,7 @@ from pgvector import Vector
 from pgvector.django import MaxInnerProduct
 
 from accounts.models import Project
-from gitsync.selectors import live_since, repository_files, synced_repositories
+from gitsync.selectors import RepositoryState, live_since, repository_files, synced_repository_states
 from knowledge import embeddings
 from knowledge.keywords import Span, headline, spans
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
@@ -126,8 +126,12 @@ def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
 
     The only way knowledge learns of git activity; gitsync knows nothing of knowledge.
     """
-    states: dict[int, list] = {}
-    for state in synced_repositories(project_ids=project_ids):
+    with connection.cursor() as cursor:
+        cursor.execute(*_states_statement(tuple(project_ids)))
+        rows = cursor.fetchall()
+    states: dict[int, list[RepositoryState]] = {}
+    for row in rows:
+        state = RepositoryState(*row)
         states.setdefault(state.project_id, []).append(state)
     indexes = {}
     for project_id, project_states in states.items():
@@ -206,11 +210,19 @@ def _project_sizes(project_ids: tuple[int, ...], period: int) -> int:
     return KnowledgeItem.objects.in_projects(project_ids).embedded().count()
 
 
+@lru_cache(maxsize=_SIZE_CACHE)
+def _states_statement(project_ids: tuple[int, ...]) -> tuple[str, tuple]:
+    """The statement that reads the projects' repository states, compiled once per project set. Raw SQL:
+    compiling it took longer than running it, and every search runs it."""
+    return synced_repository_states(project_ids=project_ids).query.sql_with_params()
+
+
 def forget_caches() -> None:
     """Forget the sizes, files and vectors this process holds (tests; settings changed at run time)."""
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
     _first_exact_statement.cache_clear()
+    _states_statement.cache_clear()
     _narrowed_sql.cache_clear()
     _hits_sql.cache_clear()
     _broad.clear()
@@ -550,7 +562,6 @@ def search(
     # the Python code right after it runs slower (bench/search.py).
     projects = _projects(projects)
     project_ids = tuple(projects)
-    scope = KnowledgeItem.objects.in_projects(project_ids)
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)
     since = _window_start(now)
@@ -632,6 +643,7 @@ def search(
     ]
     result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:
+        scope = KnowledgeItem.objects.in_projects(project_ids)
         result.excluded_test_items = scope.embedded().left_out_as_tests(list(filters.tags)).count()
         result.pending_items = scope.pending().count()
     result.took_ms = (time.perf_counter() - started) * 1000
