@@ -251,14 +251,14 @@ def _candidates(project_ids: tuple[int, ...], filters: SearchFilters):
     )
 
 
-def _ordered(candidates_qs, query_vector: np.ndarray, columns: tuple[str, ...] = COLUMNS):
-    """The candidates' ids, cosines (not distances) and ``columns``, nearest first."""
+def _ordered(candidates_qs, query_vector: np.ndarray):
+    """The candidates' stream columns (their cosine, not a distance), nearest first."""
     # Stored vectors are unit length (embeddings.embed_texts normalizes them): the inner product is the
     # cosine, as the in-memory stream computes it, without the norms `<=>` computes for every row. Its
     # negation is an ordering no index can serve: PostgreSQL scans every candidate exactly.
     cosine = ExpressionWrapper(MaxInnerProduct("embedding", query_vector) * -1.0, output_field=FloatField())
     ordered = candidates_qs.annotate(cosine=cosine, stamp=STAMP).order_by("-cosine", "id")
-    return ordered.values_list("id", "cosine", *columns)
+    return ordered.values_list("id", "cosine", *COLUMNS)
 
 
 def _vector_text(vector: np.ndarray) -> str:
@@ -280,23 +280,11 @@ def _first_exact_statement(
     positions of the query vector among its parameters.
 
     Raw SQL: building and compiling the annotated QuerySet costs more CPU than PostgreSQL's scan of a
-    small project; between searches only the query vector changes. The statement sorts ids and cosines
-    alone, then reads the other columns of the rows it keeps (PostgreSQL computes every column of every
-    candidate before a sort); each is looked up by its id (OFFSET 0 keeps the lateral subquery a nested
-    loop)."""
-    nearest = _ordered(_candidates(project_ids, filters), _SOME_VECTOR, columns=())[:rows]
-    nearest_sql, nearest_params = nearest.query.sql_with_params()
-    items = KnowledgeItem.objects.annotate(stamp=STAMP).order_by().values_list("id", *COLUMNS)
-    items_sql, items_params = items.query.sql_with_params()
-    columns = ", ".join(f"item.{connection.ops.quote_name(column)}" for column in COLUMNS)
-    sql = (
-        f"SELECT nearest.id, nearest.cosine, {columns} FROM ({nearest_sql}) nearest,"
-        f" LATERAL (SELECT * FROM ({items_sql}) item WHERE item.id = nearest.id OFFSET 0) item"
-        " ORDER BY nearest.cosine DESC, nearest.id"
-    )
+    small project; between searches only the query vector changes."""
+    ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR)[:rows]
+    sql, params = ordered.query.sql_with_params()
     some = Vector(_SOME_VECTOR).to_text()
-    params = [*nearest_params, *items_params]
-    return sql, params, tuple(n for n, param in enumerate(params) if param == some)
+    return sql, list(params), tuple(n for n, param in enumerate(params) if param == some)
 
 
 def _exact_stream(
