@@ -423,3 +423,12 @@ def test_postgresql_reads_the_query_vector_of_the_exact_stream_bit_for_bit():
             cursor.execute("SELECT %s::vector::real[]", [search_module._vector_text(vector)])
             read = np.array(cursor.fetchone()[0], dtype=np.float32)
             assert read.tobytes() == vector.tobytes()
+
+
+def test_the_recency_stamp_is_the_items_last_write_in_posix_seconds_to_the_microsecond(cast):
+    from knowledge.ranking.candidates import STAMP
+
+    written = timezone.now().replace(microsecond=123457) - timedelta(days=3, seconds=7)
+    item = make_item(cast.project, "Old decision", "We keep the logs for a year.", updated_at=written)
+    stamp = KnowledgeItem.objects.annotate(stamp=STAMP).values_list("stamp", flat=True).get(pk=item.pk)
+    assert stamp == written.timestamp()
