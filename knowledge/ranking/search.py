@@ -267,24 +267,21 @@ def _vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join([f"{value:.9g}" for value in vector.tolist()]) + "]"
 
 
-# Stands for the query vector in the compiled first statement below, found among its parameters in
-# pgvector's text form, the one the ORM sends.
+# Stands for the query vector in the compiled first statement below (its only vector parameter), found
+# there in pgvector's text form, the one the ORM sends.
 _SOME_VECTOR = np.array([0.5], dtype=np.float32)
 
 
 @lru_cache(maxsize=_SIZE_CACHE)
-def _first_exact_statement(
-    project_ids: tuple[int, ...], filters: SearchFilters, rows: int
-) -> tuple[str, list, tuple[int, ...]]:
-    """The exact stream's first statement for these projects and filters, compiled once, and the
-    positions of the query vector among its parameters.
+def _first_exact_statement(project_ids: tuple[int, ...], filters: SearchFilters, rows: int):
+    """The exact stream's first statement for these projects and filters, compiled once, and the position
+    of its query vector parameter (in the select list, so before any parameter of the filters).
 
     Raw SQL: building and compiling the annotated QuerySet costs more CPU than PostgreSQL's scan of a
     small project; between searches only the query vector changes."""
     ordered = _ordered(_candidates(project_ids, filters), _SOME_VECTOR)[:rows]
     sql, params = ordered.query.sql_with_params()
-    some = Vector(_SOME_VECTOR).to_text()
-    return sql, list(params), tuple(n for n, param in enumerate(params) if param == some)
+    return sql, list(params), list(params).index(Vector(_SOME_VECTOR).to_text())
 
 
 def _exact_stream(
@@ -295,11 +292,8 @@ def _exact_stream(
     already handed over (a row written in between is ranked once, as one of the two reads saw it)."""
     first = max(FIRST_EXACT_ROWS, 4 * limit)
     sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
-    params, text = params.copy(), _vector_text(query_vector)
-    for n in at:
-        params[n] = text
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [*params[:at], _vector_text(query_vector), *params[at + 1 :]])
         batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:
