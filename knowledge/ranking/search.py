@@ -264,7 +264,7 @@ def _ordered(candidates_qs, query_vector: np.ndarray):
 def _vector_text(vector: np.ndarray) -> str:
     """``vector`` in pgvector's text form, each float32 in 9 significant digits, which read back as the
     same float32: formatting the shortest digits (as pgvector's ``Vector.to_text`` does) takes longer."""
-    return "[" + ",".join([f"{value:.9g}" for value in vector.tolist()]) + "]"
+    return "[" + ",".join([f"{value:.9g}" for value in np.asarray(vector, dtype=np.float32).tolist()]) + "]"
 
 
 # Stands for the query vector in the compiled first statement below (its only vector parameter), found
