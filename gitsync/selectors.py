@@ -81,13 +81,13 @@ class RepositoryState:
     synced_at: datetime | None
 
 
-def synced_repositories(*, project_ids: Sequence[int]) -> list[RepositoryState]:
-    rows = (
+def synced_repository_states(*, project_ids: Sequence[int]) -> QuerySet:
+    """The enabled repositories of the projects, by id, as rows of a RepositoryState's fields."""
+    return (
         Repository.objects.filter(project_id__in=project_ids, enabled=True)
         .order_by("id")
         .values_list("id", "project_id", "last_synced_commit", "last_success_at")
     )
-    return [RepositoryState(*row) for row in rows]
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
-from django.db.models import FloatField
-from django.db.models.functions import Cast, Coalesce, Extract
+from django.db.models import FloatField, Func
+from django.db.models.functions import Coalesce
+
+
+class Epoch(Func):
+    """POSIX seconds of a timestamp, as a double: EXTRACT (Django's Extract) computes a numeric, which
+    costs PostgreSQL more, for every candidate of the exact stream's sort."""
+
+    function = "date_part"
+    template = "%(function)s('epoch', %(expressions)s)"
+    output_field = FloatField()
+
 
 # What the recency signal ages: updated_at, else created_at, as POSIX seconds (reading 100,000 of them
 # as floats takes a fraction of parsing them as datetimes). Both streams read it, so both age alike.
-STAMP = Cast(Extract(Coalesce("updated_at", "created_at"), "epoch"), FloatField())
+STAMP = Epoch(Coalesce("updated_at", "created_at"))
 # The columns a stream reads per item, after its id and cosine (``stamp`` annotated as STAMP).
 COLUMNS = ("project_id", "stamp", "references", "is_proposal")
 
@@ -35,7 +45,7 @@ class Candidates:
             ids=np.array(ids, dtype=np.int64),
             cosines=np.array(cosines, dtype=np.float64),
             project_ids=np.array(project_ids, dtype=np.int64),
-            stamps=np.array([np.nan if s is None else s for s in stamps], dtype=np.float64),
+            stamps=np.array(stamps, dtype=np.float64),  # None as NaN
             proposals=np.array(proposals, dtype=bool),
             references=objects(references),
         )

@@ -31,10 +31,10 @@ from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
 from django.utils import timezone
 from pgvector import Vector
-from pgvector.django import CosineDistance
+from pgvector.django import MaxInnerProduct
 
 from accounts.models import Project
-from gitsync.selectors import live_since, repository_files, synced_repositories
+from gitsync.selectors import RepositoryState, live_since, repository_files, synced_repository_states
 from knowledge import embeddings
 from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import TEST_TAG, KnowledgeItem, normalize_tag
@@ -127,8 +127,12 @@ def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
 
     The only way knowledge learns of git activity; gitsync knows nothing of knowledge.
     """
-    states: dict[int, list] = {}
-    for state in synced_repositories(project_ids=project_ids):
+    with connection.cursor() as cursor:
+        cursor.execute(*_states_statement(tuple(project_ids)))
+        rows = cursor.fetchall()
+    states: dict[int, list[RepositoryState]] = {}
+    for row in rows:
+        state = RepositoryState(*row)
         states.setdefault(state.project_id, []).append(state)
     indexes = {}
     for project_id, project_states in states.items():
@@ -207,13 +211,22 @@ def _project_sizes(project_ids: tuple[int, ...], period: int) -> int:
     return KnowledgeItem.objects.in_projects(project_ids).embedded().count()
 
 
+@lru_cache(maxsize=_SIZE_CACHE)
+def _states_statement(project_ids: tuple[int, ...]) -> tuple[str, tuple]:
+    """The statement that reads the projects' repository states, compiled once per project set. Raw SQL:
+    compiling it took longer than running it, and every search runs it."""
+    return synced_repository_states(project_ids=project_ids).query.sql_with_params()
+
+
 def forget_caches() -> None:
     """Forget the sizes, files and vectors this process holds (tests; settings changed at run time)."""
     _table_estimate.cache_clear()
     _project_sizes.cache_clear()
     _first_exact_statement.cache_clear()
+    _states_statement.cache_clear()
     _narrowed_sql.cache_clear()
     _hits_sql.cache_clear()
+    _item_columns.cache_clear()
     _broad.clear()
     _path_indexes.clear()
     matrix.forget()
@@ -241,11 +254,19 @@ def _candidates(project_ids: tuple[int, ...], filters: SearchFilters):
 
 
 def _ordered(candidates_qs, query_vector: np.ndarray):
-    """The candidates' stream columns, nearest first."""
-    # `distance + 0` is an ordering no index can serve: PostgreSQL scans every candidate exactly.
-    distance = ExpressionWrapper(CosineDistance("embedding", query_vector) + 0.0, output_field=FloatField())
-    ordered = candidates_qs.annotate(distance=distance, stamp=STAMP).order_by("distance", "id")
-    return ordered.values_list("id", "distance", *COLUMNS)
+    """The candidates' stream columns (their cosine, not a distance), nearest first."""
+    # Stored vectors are unit length (embeddings.embed_texts normalizes them): the inner product is the
+    # cosine, as the in-memory stream computes it, without the norms `<=>` computes for every row. Its
+    # negation is an ordering no index can serve: PostgreSQL scans every candidate exactly.
+    cosine = ExpressionWrapper(MaxInnerProduct("embedding", query_vector) * -1.0, output_field=FloatField())
+    ordered = candidates_qs.annotate(cosine=cosine, stamp=STAMP).order_by("-cosine", "id")
+    return ordered.values_list("id", "cosine", *COLUMNS)
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    """``vector`` in pgvector's text form, each float32 in 9 significant digits, which read back as the
+    same float32: formatting the shortest digits (as pgvector's ``Vector.to_text`` does) takes longer."""
+    return "[" + ",".join([f"{value:.9g}" for value in np.asarray(vector, dtype=np.float32).tolist()]) + "]"
 
 
 # Stands for the query vector in the compiled first statement below (its only vector parameter), found
@@ -271,29 +292,25 @@ def _exact_stream(
     """PostgreSQL's exact scan and sort: the first chunk in one statement (most searches need no more),
     then, only if asked, every row again from the top through a server-side cursor, less the rows
     already handed over (a row written in between is ranked once, as one of the two reads saw it)."""
-
-    def chunk(batch: list[tuple]) -> Candidates:
-        return Candidates.from_rows([(item_id, 1.0 - d, *rest) for item_id, d, *rest in batch])
-
     first = max(FIRST_EXACT_ROWS, 4 * limit)
     sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[:at], Vector(query_vector).to_text(), *params[at + 1 :]])
+        cursor.execute(sql, [*params[:at], _vector_text(query_vector), *params[at + 1 :]])
         batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:
-            yield chunk(batch), None
+            yield Candidates.from_rows(batch), None
         return
-    yield chunk(batch[:first]), 1.0 - batch[first][1]
+    yield Candidates.from_rows(batch[:first]), batch[first][1]
     seen = {row[0] for row in batch[:first]}
     size = 2 * first
     rows = _ordered(_candidates(project_ids, filters), query_vector).iterator(chunk_size=size)
     with transaction.atomic(), closing(rows):  # the cursor closes before the transaction ends
         while batch := list(islice(rows, size)):
-            rest = 1.0 - batch[-1][1] if len(batch) == size else None
+            rest = batch[-1][1] if len(batch) == size else None
             fresh = [row for row in batch if row[0] not in seen]
             if fresh:
-                yield chunk(fresh), rest
+                yield Candidates.from_rows(fresh), rest
 
 
 @dataclass(frozen=True)
@@ -340,6 +357,52 @@ def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str
         KnowledgeItem.objects.in_projects(project_ids), filters
     ).query.sql_with_params()
     return f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", params
+
+
+@lru_cache(maxsize=256)  # as _hits_sql's: one per statement
+def _item_columns(columns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...], tuple, tuple]:
+    """Which of a statement's ``columns`` hold which of an item's fields (the names and positions of
+    those selected, in the model's order, as ``from_db`` takes them), the converters of those that have
+    any, and the annotations."""
+    fields = [f for f in KnowledgeItem._meta.concrete_fields if f.column in columns]
+    converters = tuple(
+        (n, f.get_col(KnowledgeItem._meta.db_table), found)
+        for n, f in enumerate(fields)
+        if (
+            found := [
+                *connection.ops.get_db_converters(f.get_col(KnowledgeItem._meta.db_table)),
+                *f.get_db_converters(connection),
+            ]
+        )
+    )
+    known = {f.column for f in fields}
+    annotations = tuple((name, n) for n, name in enumerate(columns) if name not in known)
+    return (
+        tuple(f.attname for f in fields),
+        tuple(columns.index(f.column) for f in fields),
+        converters,
+        annotations,
+    )
+
+
+def _items(sql: str, params: list) -> dict[int, KnowledgeItem]:
+    """The items a statement of _hits_sql's reads, by id. What ``KnowledgeItem.objects.raw`` does, with
+    the columns worked out once per statement, where RawQuerySet works them out again for every read."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names, positions, converters, annotations = _item_columns(tuple(c.name for c in cursor.description))
+        rows = cursor.fetchall()
+    items = {}
+    for row in rows:
+        values = [row[n] for n in positions]
+        for n, expression, functions in converters:
+            for function in functions:
+                values[n] = function(values[n], expression, connection)
+        item = KnowledgeItem.from_db(connection.alias, names, values)
+        for name, n in annotations:
+            setattr(item, name, row[n])
+        items[item.pk] = item
+    return items
 
 
 def _array(ids: list[int]) -> str:
@@ -578,7 +641,6 @@ def search(
             excluded_test_items=empty,
             pending_items=empty,
         )
-    scope = KnowledgeItem.objects.in_projects(project_ids)
     strategy, rows = _choose_stream(project_ids, filters)
     paths = path_indexes(project_ids)
     since = _window_start(now)
@@ -637,8 +699,7 @@ def search(
         ]
         if items is None:
             sql, params = _hits_sql(project_ids, filters)
-            found = KnowledgeItem.objects.raw(sql, [*params, _array([item_id for _row, item_id in ranked])])
-            items = {item.pk: item for item in found}
+            items = _items(sql, [*params, _array([item_id for _row, item_id in ranked])])
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
@@ -661,6 +722,7 @@ def search(
     ]
     result = SearchResult(hits=hits, strategy=strategy, scanned=scanned, embed_ms=embed_ms, took_ms=0.0)
     if count_excluded:
+        scope = KnowledgeItem.objects.in_projects(project_ids)
         result.excluded_test_items = scope.embedded().left_out_as_tests(list(filters.tags)).count()
         result.pending_items = scope.pending().count()
     result.took_ms = (time.perf_counter() - started) * 1000

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from knowledge import embeddings, services
@@ -407,3 +409,26 @@ def test_a_search_over_several_projects_ranks_their_items_together(cast, stream)
     assert {h.item.project_id for h in found.hits} == {cast.project.pk, cast.other_project.pk}
     assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]
     assert [h.score for h in found.hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def test_postgresql_reads_the_query_vector_of_the_exact_stream_bit_for_bit():
+    search_module = importlib.import_module("knowledge.ranking.search")
+    rng = np.random.default_rng(5)
+    vectors = [embeddings.embed_query("how do we rotate the signing keys"), rng.normal(size=384)]
+    vectors.append(
+        np.array([3.4028235e38, -1.1754944e-38, 5.5721578e-34, -0.0, 1.0, 1 / 3], dtype=np.float32)
+    )
+    with connection.cursor() as cursor:
+        for vector in vectors:  # a float64 one too: PostgreSQL reads it as the float32s it rounds to
+            cursor.execute("SELECT %s::vector::real[]", [search_module._vector_text(vector)])
+            read = np.array(cursor.fetchone()[0], dtype=np.float32)
+            assert read.tobytes() == np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def test_the_recency_stamp_is_the_items_last_write_in_posix_seconds_to_the_microsecond(cast):
+    from knowledge.ranking.candidates import STAMP
+
+    written = timezone.now().replace(microsecond=123457) - timedelta(days=3, seconds=7)
+    item = make_item(cast.project, "Old decision", "We keep the logs for a year.", updated_at=written)
+    stamp = KnowledgeItem.objects.annotate(stamp=STAMP).values_list("stamp", flat=True).get(pk=item.pk)
+    assert stamp == written.timestamp()
