@@ -226,7 +226,6 @@ def forget_caches() -> None:
     _states_statement.cache_clear()
     _narrowed_sql.cache_clear()
     _hits_sql.cache_clear()
-    _item_columns.cache_clear()
     _broad.clear()
     _path_indexes.clear()
     matrix.forget()
@@ -357,52 +356,6 @@ def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str
         KnowledgeItem.objects.in_projects(project_ids), filters
     ).query.sql_with_params()
     return f"SELECT hits.* FROM ({hits}) hits WHERE hits.id = ANY(%s::bigint[])", params
-
-
-@lru_cache(maxsize=256)  # as _hits_sql's: one per statement
-def _item_columns(columns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...], tuple, tuple]:
-    """Which of a statement's ``columns`` hold which of an item's fields (the names and positions of
-    those selected, in the model's order, as ``from_db`` takes them), the converters of those that have
-    any, and the annotations."""
-    fields = [f for f in KnowledgeItem._meta.concrete_fields if f.column in columns]
-    converters = tuple(
-        (n, f.get_col(KnowledgeItem._meta.db_table), found)
-        for n, f in enumerate(fields)
-        if (
-            found := [
-                *connection.ops.get_db_converters(f.get_col(KnowledgeItem._meta.db_table)),
-                *f.get_db_converters(connection),
-            ]
-        )
-    )
-    known = {f.column for f in fields}
-    annotations = tuple((name, n) for n, name in enumerate(columns) if name not in known)
-    return (
-        tuple(f.attname for f in fields),
-        tuple(columns.index(f.column) for f in fields),
-        converters,
-        annotations,
-    )
-
-
-def _items(sql: str, params: list) -> dict[int, KnowledgeItem]:
-    """The items a statement of _hits_sql's reads, by id. What ``KnowledgeItem.objects.raw`` does, with
-    the columns worked out once per statement, where RawQuerySet works them out again for every read."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names, positions, converters, annotations = _item_columns(tuple(c.name for c in cursor.description))
-        rows = cursor.fetchall()
-    items = {}
-    for row in rows:
-        values = [row[n] for n in positions]
-        for n, expression, functions in converters:
-            for function in functions:
-                values[n] = function(values[n], expression, connection)
-        item = KnowledgeItem.from_db(connection.alias, names, values)
-        for name, n in annotations:
-            setattr(item, name, row[n])
-        items[item.pk] = item
-    return items
 
 
 def _array(ids: list[int]) -> str:
@@ -699,7 +652,8 @@ def search(
         ]
         if items is None:
             sql, params = _hits_sql(project_ids, filters)
-            items = _items(sql, [*params, _array([item_id for _row, item_id in ranked])])
+            found = KnowledgeItem.objects.raw(sql, [*params, _array([item_id for _row, item_id in ranked])])
+            items = {item.pk: item for item in found}
         for item in items.values():
             item.project = projects[item.project_id]
         missing = [item_id for _row, item_id in ranked if item_id not in items]
