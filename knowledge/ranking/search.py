@@ -262,12 +262,6 @@ def _ordered(candidates_qs, query_vector: np.ndarray):
     return ordered.values_list("id", "cosine", *COLUMNS)
 
 
-def _vector_text(vector: np.ndarray) -> str:
-    """``vector`` in pgvector's text form, each float32 in 9 significant digits, which read back as the
-    same float32: formatting the shortest digits (as pgvector's ``Vector.to_text`` does) takes longer."""
-    return "[" + ",".join([f"{value:.9g}" for value in np.asarray(vector, dtype=np.float32).tolist()]) + "]"
-
-
 # Stands for the query vector in the compiled first statement below (its only vector parameter), found
 # there in pgvector's text form, the one the ORM sends.
 _SOME_VECTOR = np.array([0.5], dtype=np.float32)
@@ -294,7 +288,7 @@ def _exact_stream(
     first = max(FIRST_EXACT_ROWS, 4 * limit)
     sql, params, at = _first_exact_statement(project_ids, filters, first + 1)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[:at], _vector_text(query_vector), *params[at + 1 :]])
+        cursor.execute(sql, [*params[:at], Vector(query_vector).to_text(), *params[at + 1 :]])
         batch = cursor.fetchall()
     if len(batch) <= first:
         if batch:

@@ -150,7 +150,6 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
 def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
     memory_of_many_ages, query, text, several_chunks, masked_max, monkeypatch, settings
 ):
-    import importlib
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -188,7 +187,6 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
 def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
     memory_of_many_ages, masked_max, monkeypatch, settings
 ):
-    import importlib
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -344,7 +342,6 @@ def test_search_only_sees_the_callers_projects(cast):
 def test_the_matrix_stream_sees_a_write_that_commits_after_a_later_one(cast, settings):
     """A transaction that began first but commits last is still seen (the watermark is the oldest open one)."""
     import psycopg
-    from django.db import connection
 
     from knowledge.ranking import forget_caches
 
@@ -409,20 +406,6 @@ def test_a_search_over_several_projects_ranks_their_items_together(cast, stream)
     assert {h.item.project_id for h in found.hits} == {cast.project.pk, cast.other_project.pk}
     assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]
     assert [h.score for h in found.hits] == pytest.approx([s for _, s in expected], abs=1e-5)
-
-
-def test_postgresql_reads_the_query_vector_of_the_exact_stream_bit_for_bit():
-    search_module = importlib.import_module("knowledge.ranking.search")
-    rng = np.random.default_rng(5)
-    vectors = [embeddings.embed_query("how do we rotate the signing keys"), rng.normal(size=384)]
-    vectors.append(
-        np.array([3.4028235e38, -1.1754944e-38, 5.5721578e-34, -0.0, 1.0, 1 / 3], dtype=np.float32)
-    )
-    with connection.cursor() as cursor:
-        for vector in vectors:  # a float64 one too: PostgreSQL reads it as the float32s it rounds to
-            cursor.execute("SELECT %s::vector::real[]", [search_module._vector_text(vector)])
-            read = np.array(cursor.fetchone()[0], dtype=np.float32)
-            assert read.tobytes() == np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def test_the_recency_stamp_is_the_items_last_write_in_posix_seconds_to_the_microsecond(cast):
