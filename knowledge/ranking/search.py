@@ -25,7 +25,6 @@ from functools import lru_cache
 from itertools import islice
 
 import numpy as np
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import ExpressionWrapper, FloatField
@@ -460,34 +459,6 @@ def _read(
     return read, needed
 
 
-def _server_bound_items(sql: str, params: list) -> list[KnowledgeItem]:
-    """What ``KnowledgeItem.objects.raw(sql, params)`` gives, read with the parameters bound by PostgreSQL.
-
-    Raw SQL: Django's cursors write the parameters into the statement's text (client-side binding), a
-    chunk's ids among them, and a raw queryset works out anew how its columns map to fields; the statement
-    bound and its rows made into items here take less time. The columns are taken as they come: the one
-    field that needs converting, the vector, is never read here."""
-    connection.ensure_connection()
-    connection.validate_thread_sharing()  # as connection.cursor() does
-    bound = psycopg.Cursor(connection.connection)
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    with wrap(bound) as cursor:
-        cursor.execute(sql, params)
-        columns = [column.name for column in cursor.description]
-        rows = cursor.fetchall()
-    attnames = {field.column: field.attname for field in KnowledgeItem._meta.concrete_fields}
-    fields = [n for n, column in enumerate(columns) if column in attnames]
-    names = [attnames[columns[n]] for n in fields]
-    annotations = [(n, column) for n, column in enumerate(columns) if column not in attnames]
-    items = []
-    for row in rows:
-        item = KnowledgeItem.from_db(connection.alias, names, [row[n] for n in fields])
-        for n, column in annotations:
-            setattr(item, column, row[n])
-        items.append(item)
-    return items
-
-
 def _read_checked(
     stream,
     checked: tuple[str, tuple],
@@ -517,7 +488,7 @@ def _read_checked(
             rows = rows[scored.final[rows] >= kth]  # below the k-th best so far: cannot enter
             if len(rows):
                 ids = scored.candidates.ids[rows].tolist()
-                matches = _server_bound_items(sql, [_array(ids), *params, limit])
+                matches = list(KnowledgeItem.objects.raw(sql, [_array(ids), *params, limit]))
                 items.update((item.pk, item) for item in matches)
                 found = [item.checked_row for item in matches]
                 scanned += found[-1] + 1 if len(found) == limit else len(rows)
