@@ -760,9 +760,11 @@ def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tup
             picked, values = np.delete(picked, last), np.delete(values, last)
         picked, values = picked[values > -np.inf], values[values > -np.inf]
         bounds[picked] = -np.inf  # taken: out of the next selection
-        owner = np.searchsorted(offsets, picked, side="right") - 1
-        rows = picked - offsets[owner]
-        cosines = values if exact else _cosines(snapshots, owner, rows, query)
+        if exact:
+            cosines = values
+        else:
+            owner = np.searchsorted(offsets, picked, side="right") - 1
+            cosines = _cosines(snapshots, owner, picked - offsets[owner], query)
         picked, cosines = np.concatenate([held, picked]), np.concatenate([held_cosines, cosines])
         ready = np.ones(len(picked), dtype=bool) if rest is None else cosines >= rest
         if ready.any():
