@@ -107,6 +107,17 @@ def gemm_gflops(tokens: int, hidden: int, inner: int, threads: int) -> float:
     return 2 * tokens * hidden * inner / statistics.median(timings) / 1e9
 
 
+def against_torch(engine: dict, torch_speed: dict) -> dict:
+    """An engine's ``speed`` figures over torch's: a query's wall and CPU time, a batch's texts per wall
+    and per CPU second."""
+    return {
+        "query_ratio": engine["query_p50_ms"] / torch_speed["query_p50_ms"],
+        "batch_ratio": engine["batch_texts_per_s"] / torch_speed["batch_texts_per_s"],
+        "query_cpu_ratio": engine["query_cpu_p50_ms"] / torch_speed["query_cpu_p50_ms"],
+        "batch_cpu_ratio": engine["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"],
+    }
+
+
 def speed(models: dict) -> dict:
     from django.conf import settings
 
@@ -288,18 +299,9 @@ def main(argv=None) -> dict:
     result["ceiling"] = result["speed"].pop("ceiling")
     result["concurrency"] = concurrency({k: v for k, v in models.items() if k != "int8-2t"})
     result["int8"] = int8(models["onnx-2t"], models["int8-2t"])
-    torch_speed = result["speed"]["torch"]
     default = result["speed"][f"onnx-{min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)}t"]
-    result["query_ratio"] = default["query_p50_ms"] / torch_speed["query_p50_ms"]
-    result["batch_ratio"] = default["batch_texts_per_s"] / torch_speed["batch_texts_per_s"]
-    result["query_cpu_ratio"] = default["query_cpu_p50_ms"] / torch_speed["query_cpu_p50_ms"]
-    result["batch_cpu_ratio"] = default["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
-    quantized = result["speed"]["int8-2t"]
-    result["int8"]["batch_ratio"] = quantized["batch_texts_per_s"] / torch_speed["batch_texts_per_s"]
-    result["int8"]["batch_cpu_ratio"] = (
-        quantized["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
-    )
-    result["int8"]["query_ratio"] = quantized["query_p50_ms"] / torch_speed["query_p50_ms"]
+    result |= against_torch(default, result["speed"]["torch"])
+    result["int8"] |= against_torch(result["speed"]["int8-2t"], result["speed"]["torch"])
     ceiling = result["ceiling"]
     for name, figures in result["speed"].items():
         ceiling[f"{name}_share"] = figures["batch_gflops"] / ceiling["gemm_gflops"]
