@@ -94,8 +94,8 @@ class KeptConnection:
         self.connection = http.client.HTTPConnection(host, int(port), timeout=120)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
 
-    def search(self, query: str, project: str | None = None, text: str = "") -> bytes:
-        body = search_body(query, project, text)
+    def search(self, query: str) -> bytes:
+        body = search_body(query)
         try:
             self.connection.request("POST", "/api/v1/search/", body=body, headers=self.headers)
             response = self.connection.getresponse()
