@@ -76,13 +76,11 @@ def encode(model, texts: list[str]):
     return model.encode(texts, batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
 
 
-def batch_flop(model, texts: list[str]) -> float:
-    """Floating-point operations of one batch of ``texts`` through the transformer (a multiply-add is
-    two): per token and layer the four attention projections and the two feed-forward products, and
-    the attention's two products over the padded length. Embeddings, norms and softmax are left out:
-    they are a few per cent, so the figure is a lower bound."""
-    config = model[0].auto_model.config
-    rows, length = model.preprocess(texts)["input_ids"].shape
+def batch_flop(config, rows: int, length: int) -> float:
+    """Floating-point operations of one batch of ``rows`` texts padded to ``length`` tokens through the
+    transformer (a multiply-add is two): per token and layer the four attention projections and the two
+    feed-forward products, and the attention's two products over the padded length. Embeddings, norms
+    and softmax are left out: they are a few per cent, so the figure is a lower bound."""
     hidden, inner = config.hidden_size, config.intermediate_size
     per_token = 2 * (4 * hidden * hidden + 2 * hidden * inner) + 2 * 2 * length * hidden
     return float(rows * length * per_token * config.num_hidden_layers)
@@ -107,7 +105,19 @@ def gemm_gflops(tokens: int, hidden: int, inner: int, threads: int) -> float:
     return 2 * tokens * hidden * inner / statistics.median(timings) / 1e9
 
 
-def speed(models: dict) -> dict:
+def against_torch(engine: dict, torch_speed: dict) -> dict:
+    """An engine's ``speed`` figures over torch's: a query's wall and CPU time, a batch's texts per wall
+    and per CPU second."""
+    return {
+        "query_ratio": engine["query_p50_ms"] / torch_speed["query_p50_ms"],
+        "batch_ratio": engine["batch_texts_per_s"] / torch_speed["batch_texts_per_s"],
+        "query_cpu_ratio": engine["query_cpu_p50_ms"] / torch_speed["query_cpu_p50_ms"],
+        "batch_cpu_ratio": engine["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"],
+    }
+
+
+def speed(models: dict) -> tuple[dict, dict]:
+    """Each engine's query and batch figures, and the fp32 ceiling with each engine's share of it."""
     from django.conf import settings
 
     from bench import data
@@ -115,7 +125,8 @@ def speed(models: dict) -> dict:
     texts = batch_texts()
     shape = models["torch"]
     config = shape[0].auto_model.config
-    tokens = int(shape.preprocess(texts)["input_ids"].numel())
+    rows, length = shape.preprocess(texts)["input_ids"].shape
+    tokens = rows * length
     threads = min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)
     gemm = []
     queries = data.QUERIES[:QUERIES_PER_ROUND]
@@ -139,14 +150,14 @@ def speed(models: dict) -> dict:
             t["batch_cpu"].append(len(texts) / (time.process_time() - cpu))
         time.sleep(SETTLE_S)
         gemm.append(gemm_gflops(tokens, config.hidden_size, config.intermediate_size, threads))
-    flop = batch_flop(shape, texts)
+    flop = batch_flop(config, rows, length)
     ceiling = {
         "batch_gflop": flop / 1e9,
         "gemm_threads": threads,
         "gemm_gflops": statistics.median(gemm),
         "gemm_rounds": gemm,
     }
-    return {"ceiling": ceiling} | {
+    by_engine = {
         name: {
             "query_p50_ms": statistics.median(t["query"]),
             "query_cpu_p50_ms": statistics.median(t["query_cpu"]),
@@ -157,6 +168,11 @@ def speed(models: dict) -> dict:
         }
         for name, t in timings.items()
     }
+    for name, figures in by_engine.items():
+        ceiling[f"{name}_share"] = figures["batch_gflops"] / ceiling["gemm_gflops"]
+    # What the batch target (twice torch) would ask of an fp32 engine, as a share of the ceiling.
+    ceiling["twice_torch_share"] = 2 * ceiling["torch_share"]
+    return by_engine, ceiling
 
 
 def concurrency(models: dict) -> dict:
@@ -284,27 +300,12 @@ def main(argv=None) -> dict:
     result: dict = {"default_threads": settings.CONTEXTFORGE_EMBEDDING_THREADS, "cores": os.cpu_count()}
     models = engines()  # first: the export is made (once) before any start-up is timed
     result["start"] = start_up()
-    result["speed"] = speed(models)
-    result["ceiling"] = result["speed"].pop("ceiling")
+    result["speed"], result["ceiling"] = speed(models)
     result["concurrency"] = concurrency({k: v for k, v in models.items() if k != "int8-2t"})
     result["int8"] = int8(models["onnx-2t"], models["int8-2t"])
-    torch_speed = result["speed"]["torch"]
     default = result["speed"][f"onnx-{min(2, settings.CONTEXTFORGE_EMBEDDING_THREADS)}t"]
-    result["query_ratio"] = default["query_p50_ms"] / torch_speed["query_p50_ms"]
-    result["batch_ratio"] = default["batch_texts_per_s"] / torch_speed["batch_texts_per_s"]
-    result["query_cpu_ratio"] = default["query_cpu_p50_ms"] / torch_speed["query_cpu_p50_ms"]
-    result["batch_cpu_ratio"] = default["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
-    quantized = result["speed"]["int8-2t"]
-    result["int8"]["batch_ratio"] = quantized["batch_texts_per_s"] / torch_speed["batch_texts_per_s"]
-    result["int8"]["batch_cpu_ratio"] = (
-        quantized["batch_texts_per_cpu_s"] / torch_speed["batch_texts_per_cpu_s"]
-    )
-    result["int8"]["query_ratio"] = quantized["query_p50_ms"] / torch_speed["query_p50_ms"]
-    ceiling = result["ceiling"]
-    for name, figures in result["speed"].items():
-        ceiling[f"{name}_share"] = figures["batch_gflops"] / ceiling["gemm_gflops"]
-    # What the batch target (twice torch) would ask of an fp32 engine, as a share of the ceiling.
-    ceiling["twice_torch_share"] = 2 * ceiling["torch_share"]
+    result |= against_torch(default, result["speed"]["torch"])
+    result["int8"] |= against_torch(result["speed"]["int8-2t"], result["speed"]["torch"])
     result["load_average"] = os.getloadavg()
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

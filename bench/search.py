@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import socket
@@ -93,8 +94,8 @@ class KeptConnection:
         self.connection = http.client.HTTPConnection(host, int(port), timeout=120)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
 
-    def search(self, query: str, project: str | None = None, text: str = "") -> bytes:
-        body = search_body(query, project, text)
+    def search(self, query: str) -> bytes:
+        body = search_body(query)
         try:
             self.connection.request("POST", "/api/v1/search/", body=body, headers=self.headers)
             response = self.connection.getresponse()
@@ -148,14 +149,22 @@ IDENTIFIERS = [
 ]
 
 
+def interleaved(first, second, queries: list[str]) -> tuple[list[float], list[float]]:
+    """The times in ms of ``first(query)`` and of ``second(query)`` over the queries REPEATS times, the two
+    taking turns query by query so that the machine's load falls on both alike."""
+    first_ms, second_ms = [], []
+    for _ in range(REPEATS):
+        for q in queries:
+            first_ms.append(timed(first, q))
+            second_ms.append(timed(second, q))
+    return first_ms, second_ms
+
+
 def with_and_without_filter(run, queries: list[str]) -> tuple[float, float]:
     """p50s of ``run(query, text)`` without a keyword filter and with one of KEYWORD_FILTERS, the two
     interleaved in one run."""
-    plain_ms, filtered_ms = [], []
-    for _ in range(REPEATS):
-        for n, q in enumerate(queries):
-            plain_ms.append(timed(run, q, ""))
-            filtered_ms.append(timed(run, q, KEYWORD_FILTERS[n % len(KEYWORD_FILTERS)]))
+    keyword = dict(zip(queries, itertools.cycle(KEYWORD_FILTERS)))
+    plain_ms, filtered_ms = interleaved(lambda q: run(q, ""), lambda q: run(q, keyword[q]), queries)
     return statistics.median(plain_ms), statistics.median(filtered_ms)
 
 
@@ -436,13 +445,8 @@ def main(argv=None) -> dict:
         for q in queries:
             api(q)
             kept.search(q)
-        # A new connection per search (the figure against the target) and one kept-alive connection,
-        # interleaved.
-        api_ms, kept_ms = [], []
-        for _ in range(REPEATS):
-            for q in queries:
-                api_ms.append(timed(api, q))
-                kept_ms.append(timed(kept.search, q))
+        # A new connection per search (the figure against the target) and one kept-alive connection.
+        api_ms, kept_ms = interleaved(api, kept.search, queries)
         kept.close()
         result["api_p50_ms"] = statistics.median(api_ms)
         result["api_p95_ms"] = p(api_ms, 0.95)
