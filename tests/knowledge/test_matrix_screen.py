@@ -78,12 +78,17 @@ def test_the_stream_yields_every_live_row_once_with_its_float32_cosine_and_an_ex
     assert max(abs(seen[i] - expected[i]) for i in expected) < 1e-6
 
 
+def halfway_rows(rng, count: int) -> np.ndarray:
+    """Rows with every other component halfway between two levels of the int8 code."""
+    halfway = np.full((count, DIMENSIONS), 1.0)
+    halfway[:, ::2] = 1.0 + 0.5 / 127
+    return unit(halfway * rng.choice([-1.0, 1.0], size=(count, DIMENSIONS)))
+
+
 def adversarial_rows(rng, query: np.ndarray) -> np.ndarray:
     """Rows whose cosines with ``query`` crowd together, and rows the int8 code represents worst."""
     spiky = rng.normal(size=(200, DIMENSIONS))
     spiky[:, 0] *= 60  # one large component: the others are coded in a few levels each
-    halfway = np.full((50, DIMENSIONS), 1.0)
-    halfway[:, ::2] = 1.0 + 0.5 / 127  # components halfway between two levels of the code
     return unit(
         np.concatenate(
             [
@@ -91,7 +96,7 @@ def adversarial_rows(rng, query: np.ndarray) -> np.ndarray:
                 query + rng.normal(scale=1e-3, size=(200, DIMENSIONS)),  # near-ties at the top
                 -query + rng.normal(scale=1e-3, size=(50, DIMENSIONS)),
                 spiky,
-                halfway * rng.choice([-1.0, 1.0], size=(50, DIMENSIONS)),
+                halfway_rows(rng, 50),
             ]
         )
     )
@@ -120,6 +125,17 @@ def tied_rows(monkeypatch) -> tuple[Snapshot, np.ndarray]:
     query = unit(rng.normal(size=(1, DIMENSIONS)))[0]
     rows = unit(query + rng.normal(scale=2e-3, size=(2000, DIMENSIONS)))
     return snapshot(1, rows, np.ones(len(rows), dtype=bool)), query
+
+
+def test_the_int8_screen_bounds_the_cosine_of_a_row_whose_coding_error_points_at_the_query():
+    """A random query meets a row's coding error at a slant, and the query's own rounding covers it; along
+    the error, only the row's error term does."""
+    rows = halfway_rows(np.random.default_rng(0), 8)
+    screened = snapshot(1, rows, np.ones(len(rows), dtype=bool))
+    coded = screened.codes[:, : len(rows)].T * screened.scales[:, None].astype(np.float64)
+    for row, code in zip(rows, coded, strict=True):
+        query = unit((row - code)[None])[0]
+        assert np.all(matrix.screen(screened, matrix._QueryCode.of(query)) >= rows @ query)
 
 
 def test_rows_tied_within_the_quantization_error_stream_in_exact_order(tied_rows):
