@@ -111,7 +111,7 @@ def test_the_int8_setting_runs_a_quantized_copy_whose_cosines_stay_near_torchs(
 ):
     settings.CONTEXTFORGE_EMBEDDING_INT8 = True
     quantized = embeddings.get_model()
-    graph = onnx.load(str(embeddings.export_path(embedder.folder))).graph
+    graph = onnx.load(str(embeddings.export_path(embedder.folder, int8=True))).graph
     texts = varied_texts()[:120]
     vectors = embeddings.embed_texts(texts)
     reference = torch_model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)

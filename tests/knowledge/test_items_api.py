@@ -6,8 +6,11 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from knowledge.models import KnowledgeItem
+from knowledge.ranking import search
 from tests.conftest import api_client_for
 from tests.knowledge.factories import make_item
 
@@ -257,11 +260,6 @@ def test_a_search_request_reads_the_key_and_its_projects_once_beside_the_ranking
     """Round trips to PostgreSQL are a good part of a search's time outside the model: over the ranking
     service's own statements, the request reads its API key (with its owner) and the key's projects, once
     each, whichever stream ranks."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from knowledge.ranking import search
-
     make_item(cast.project, "Deploys", "We deploy with blue-green switches behind the load balancer.")
     make_item(cast.project, "Caching", "Redis caches the session lookups for five minutes.")
     body = {"query": "how do we deploy", "limit": 10}

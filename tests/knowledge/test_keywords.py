@@ -175,6 +175,10 @@ def test_a_hit_of_a_query_of_excluded_words_has_empty_highlights(cast):
         projects=[cast.project], query="proxy", filters=SearchFilters(texts=("reset or -TODO",))
     ).hits
     assert [span.text for span in hit.highlights["content"]] == ["reset"]
+    (hit,) = search(
+        projects=[cast.project], query="proxy", filters=SearchFilters(texts=("-TODO", "reset"))
+    ).hits
+    assert [span.text for span in hit.highlights["content"]] == ["reset"]  # one query marks, so all do
 
 
 def test_a_hit_without_a_keyword_filter_has_no_highlights(cast, owner_api):

@@ -78,12 +78,17 @@ def test_the_stream_yields_every_live_row_once_with_its_float32_cosine_and_an_ex
     assert max(abs(seen[i] - expected[i]) for i in expected) < 1e-6
 
 
+def halfway_rows(rng, count: int) -> np.ndarray:
+    """Rows with every other component halfway between two levels of the int8 code."""
+    halfway = np.full((count, DIMENSIONS), 1.0)
+    halfway[:, ::2] = 1.0 + 0.5 / 127
+    return unit(halfway * rng.choice([-1.0, 1.0], size=(count, DIMENSIONS)))
+
+
 def adversarial_rows(rng, query: np.ndarray) -> np.ndarray:
     """Rows whose cosines with ``query`` crowd together, and rows the int8 code represents worst."""
     spiky = rng.normal(size=(200, DIMENSIONS))
     spiky[:, 0] *= 60  # one large component: the others are coded in a few levels each
-    halfway = np.full((50, DIMENSIONS), 1.0)
-    halfway[:, ::2] = 1.0 + 0.5 / 127  # components halfway between two levels of the code
     return unit(
         np.concatenate(
             [
@@ -91,7 +96,7 @@ def adversarial_rows(rng, query: np.ndarray) -> np.ndarray:
                 query + rng.normal(scale=1e-3, size=(200, DIMENSIONS)),  # near-ties at the top
                 -query + rng.normal(scale=1e-3, size=(50, DIMENSIONS)),
                 spiky,
-                halfway * rng.choice([-1.0, 1.0], size=(50, DIMENSIONS)),
+                halfway_rows(rng, 50),
             ]
         )
     )
@@ -110,15 +115,32 @@ def test_the_int8_screen_bounds_every_float32_cosine_from_above(seed):
         assert np.all(bounds >= cosines)
 
 
-def test_rows_tied_within_the_quantization_error_stream_in_exact_order(monkeypatch):
+@pytest.fixture
+def tied_rows(monkeypatch) -> tuple[Snapshot, np.ndarray]:
+    """A copy screened by its int8 code in small chunks, and a query, whose rows' cosines differ by less
+    than the code's error: the screen cannot tell them apart, so only the exact rescoring orders them."""
     monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
     monkeypatch.setattr(matrix, "FIRST_CHUNK", 16)
     rng = np.random.default_rng(11)
     query = unit(rng.normal(size=(1, DIMENSIONS)))[0]
-    # 2,000 rows whose cosines differ by less than the int8 code's error: the screen cannot tell them
-    # apart, so only the exact rescoring orders them.
     rows = unit(query + rng.normal(scale=2e-3, size=(2000, DIMENSIONS)))
+    return snapshot(1, rows, np.ones(len(rows), dtype=bool)), query
+
+
+def test_the_int8_screen_bounds_the_cosine_of_a_row_whose_coding_error_points_at_the_query():
+    """A random query meets a row's coding error at a slant, and the query's own rounding covers it; along
+    the error, only the row's error term does."""
+    rows = halfway_rows(np.random.default_rng(0), 8)
     screened = snapshot(1, rows, np.ones(len(rows), dtype=bool))
+    coded = screened.codes[:, : len(rows)].T * screened.scales[:, None].astype(np.float64)
+    for row, code in zip(rows, coded, strict=True):
+        query = unit((row - code)[None])[0]
+        assert np.all(matrix.screen(screened, matrix._QueryCode.of(query)) >= rows @ query)
+
+
+def test_rows_tied_within_the_quantization_error_stream_in_exact_order(tied_rows):
+    screened, query = tied_rows
+    rows = screened.vectors
     bounds = matrix.screen(screened, matrix._QueryCode.of(query))
     cosines = rows @ query
     assert np.ptp(cosines) < np.min(bounds - cosines)  # tied within the error indeed
@@ -126,22 +148,18 @@ def test_rows_tied_within_the_quantization_error_stream_in_exact_order(monkeypat
     assert seen == pytest.approx(brute_force([screened], query), abs=1e-6)
 
 
-def test_a_screen_bound_without_the_quantization_error_breaks_the_stream(monkeypatch):
+def test_a_screen_bound_without_the_quantization_error_breaks_the_stream(tied_rows, monkeypatch):
     """The checks above can fail: a bound made too tight on purpose lets a later chunk hold a row above
     what an earlier one promised."""
-    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
-    monkeypatch.setattr(matrix, "FIRST_CHUNK", 16)
     screen = matrix.screen
 
     def too_tight(snapshot, query):
         return screen(snapshot, query) - np.float32(query.coded_norm) * snapshot.errors - query.slack
 
     monkeypatch.setattr(matrix, "screen", too_tight)
-    rng = np.random.default_rng(11)
-    query = unit(rng.normal(size=(1, DIMENSIONS)))[0]
-    rows = unit(query + rng.normal(scale=2e-3, size=(2000, DIMENSIONS)))
+    screened, query = tied_rows
     with pytest.raises(AssertionError):
-        streamed([snapshot(1, rows, np.ones(len(rows), dtype=bool))], query)
+        streamed([screened], query)
 
 
 def test_the_integer_product_is_exact_at_the_extremes_of_both_codes():

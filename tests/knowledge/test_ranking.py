@@ -9,11 +9,12 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from knowledge import embeddings, services
 from knowledge.models import KnowledgeItem
-from knowledge.ranking import SearchFilters, search
+from knowledge.ranking import SearchFilters, forget_caches, matrix, search
 from tests.knowledge.factories import make_item
 
 pytestmark = pytest.mark.django_db
@@ -150,12 +151,6 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
 def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
     memory_of_many_ages, query, text, several_chunks, masked_max, monkeypatch, settings
 ):
-
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from knowledge.ranking import forget_caches, matrix
-
     search_module = importlib.import_module("knowledge.ranking.search")
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
     # Small chunks: a search may check several, each in the statement that reads its best matches.
@@ -187,12 +182,6 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
 def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
     memory_of_many_ages, masked_max, monkeypatch, settings
 ):
-
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from knowledge.ranking import forget_caches
-
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
     monkeypatch.setattr(importlib.import_module("knowledge.ranking.search"), "MASKED_MAX", masked_max)
     forget_caches()
@@ -210,8 +199,6 @@ def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than
 
 
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
-    from knowledge.ranking import forget_caches
-
     project = memory_of_many_ages.project
     exact = search(projects=[project], query="feature flags rollout", limit=10)
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
@@ -342,8 +329,6 @@ def test_search_only_sees_the_callers_projects(cast):
 def test_the_matrix_stream_sees_a_write_that_commits_after_a_later_one(cast, settings):
     """A transaction that began first but commits last is still seen (the watermark is the oldest open one)."""
     import psycopg
-
-    from knowledge.ranking import forget_caches
 
     settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
     forget_caches()
