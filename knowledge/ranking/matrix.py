@@ -41,6 +41,7 @@ A deleted row leaves no stamp: the ranking service finds it missing when it read
 
 from __future__ import annotations
 
+import itertools
 import logging
 import mmap
 import threading
@@ -131,9 +132,11 @@ class Snapshot:
     offsets: np.ndarray  # int32: what the query code's offset adds to the row's integer product
     errors: np.ndarray  # float32: the norm of vector - scale * code, rounded up
     norms: np.ndarray  # float32: the norm of the vector, rounded up
+    # The copy's generation when it was published (``_Copy.generation``); -1 for a cut (``narrowed``).
+    generation: int = -1
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes"))
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes", "generation"))
 
 
 def _allocated(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -277,6 +280,9 @@ def screen(snapshot: Snapshot, query: _QueryCode) -> np.ndarray:
     return bounds
 
 
+_generations = itertools.count()
+
+
 @dataclass(eq=False)
 class _Copy:
     """A project's rows: ``columns[name][:size]`` and ``codes[:, :size]``, with room to grow without a
@@ -300,13 +306,25 @@ class _Copy:
     snapshot: Snapshot | None = None
     used: float = 0.0  # time.monotonic() of the last search
     nbytes: int = 0
+    # Renewed by each read that finds a written row, and by each retirement: the same generation, the
+    # same rows, as live as they were, with the same text in the database. Unique across copies.
+    generation: int = field(default_factory=lambda: next(_generations))
+    # Filter key -> (generation, rows of that generation which match it): ``learn_matches``. Replaced
+    # whole, never changed in place, so a search reads it without a lock.
+    known: dict = field(default_factory=dict)
 
     def publish(self) -> Snapshot:
         self.snapshot = Snapshot(
-            self.project_id, codes=self.codes, **{n: self.columns[n][: self.size] for n in _COLUMNS}
+            self.project_id,
+            codes=self.codes,
+            generation=self.generation,
+            **{n: self.columns[n][: self.size] for n in _COLUMNS},
         )
         self.nbytes = (
-            sum(a.nbytes for a in self.columns.values()) + self.codes.nbytes + self.size * PY_ROW_BYTES
+            sum(a.nbytes for a in self.columns.values())
+            + self.codes.nbytes
+            + self.size * PY_ROW_BYTES
+            + sum(rows.nbytes for _generation, rows in self.known.values())
         )
         return self.snapshot
 
@@ -351,6 +369,7 @@ class _Copy:
         """Stop offering ``item_ids`` (in a new ``live`` array: snapshots already out keep theirs)."""
         rows = [row for i in item_ids if (row := self.row_of.pop(i, None)) is not None]
         if rows:
+            self.generation = next(_generations)
             self.columns["live"] = self.columns["live"].copy()
             self.columns["live"][rows] = False
             self.retired += len(rows)
@@ -518,6 +537,8 @@ def _refresh(cursor, copy: _Copy, alongside: Alongside | None = None) -> None:
     rows = cursor.fetchall()
     if alongside is not None:
         alongside.value, alongside.read = rows[0][2], True
+    if rows[0][3] is not None:  # a row was written (perhaps only its text): what was known may not hold
+        copy.generation = next(_generations)
     embedding = KnowledgeItem._meta.get_field("embedding")
     changed, fresh_ids, fresh_vectors, fresh_attributes = [], [], [], []
     for _xmax, _xip, _alongside, item_id, *attributes, searchable, vector in rows:
@@ -722,6 +743,76 @@ def narrowed(snapshots: list[Snapshot], only: np.ndarray) -> list[Snapshot]:
     return cut
 
 
+KNOWN_FILTERS = 8  # filters whose matching rows a copy keeps: the latest learned
+_learning: set[tuple[int, object]] = set()  # (project id, filter key) handed to the loader, not done yet
+
+
+def known_matches(snapshots: list[Snapshot], key) -> list[np.ndarray] | None:
+    """For each of ``snapshots`` (``refreshed``'s), its rows that match the filter ``key``, as
+    ``learn_matches`` read them for the generation it was published at; None when one is not known."""
+    with _lock:
+        copies = [_copies.get(s.project_id) for s in snapshots]
+    found = []
+    for snapshot, copy in zip(snapshots, copies, strict=True):
+        entry = None if copy is None else copy.known.get(key)
+        if entry is None or entry[0] != snapshot.generation:
+            return None
+        found.append(entry[1])
+    return found
+
+
+def masked(snapshots: list[Snapshot], rows: list[np.ndarray]) -> list[Snapshot]:
+    """``snapshots`` with only ``rows`` (positions, an array per snapshot) left live."""
+    out = []
+    for snapshot, keep in zip(snapshots, rows, strict=True):
+        live = np.zeros_like(snapshot.live)
+        live[keep] = snapshot.live[keep]
+        out.append(replace(snapshot, live=live))
+    return out
+
+
+def learn_matches(statements: dict[int, tuple[str, Sequence]], key) -> None:
+    """Have the loader thread read which rows of each project's copy match the filter ``key``:
+    ``statements[project_id]`` selects one value, the array of the project's matching item ids.
+
+    What it reads is kept for the generation of the copy it read before the statement. Every write that
+    the statement saw and that generation did not (committed past its horizon) is read by the copy's next
+    refresh, which starts a new generation: a search never uses matches that a write may have changed
+    before its own refresh, as it never uses rows older than that refresh.
+    """
+    with _lock:
+        wanted = {p: s for p, s in statements.items() if (p, key) not in _learning}
+        _learning.update((p, key) for p in wanted)
+    if wanted and settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD:
+        _loader.submit(_learn, wanted, key, own_connection=True)
+    elif wanted:
+        _learn(wanted, key, own_connection=False)  # in this thread, as copies load
+
+
+def _learn(statements: dict[int, tuple[str, Sequence]], key, *, own_connection: bool) -> None:
+    try:
+        with connection.cursor() as cursor:
+            for project_id, (sql, params) in statements.items():
+                with _lock:
+                    copy = _copies.get(project_id)
+                snapshot = None if copy is None else copy.snapshot
+                if snapshot is None:
+                    continue
+                cursor.execute(sql, params)
+                ids = np.array(cursor.fetchone()[0], dtype=np.int64)
+                rows = np.flatnonzero(snapshot.live & np.isin(snapshot.ids, ids)).astype(np.int32)
+                known = {k: v for k, v in copy.known.items() if k != key} | {key: (snapshot.generation, rows)}
+                copy.known = dict(list(known.items())[-KNOWN_FILTERS:])
+                stats["learned"] += 1
+    except Exception:  # a search never depends on it: the filter's chunks stay checked in PostgreSQL
+        logger.exception("reading a filter's matching items failed")
+    finally:
+        if own_connection:
+            connection.close()  # the loader thread's own: back to the pool, or closed
+        with _lock:
+            _learning.difference_update((p, key) for p in statements)
+
+
 def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tuple[Candidates, float | None]]:
     """Every live row of ``snapshots`` (from ``refreshed`` or ``narrowed``), once, as
     chunks in descending cosine, each with a bound no later row's cosine exceeds (None after the last
@@ -807,3 +898,4 @@ def forget() -> None:
     with _lock:
         _copies.clear()
         _leaving.clear()
+        _learning.clear()

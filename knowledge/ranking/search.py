@@ -172,6 +172,10 @@ FIRST_EXACT_ROWS = 100
 # down to their rows, matrix.narrowed); past it the stream's chunks are checked against the filter
 # instead, in the statement that reads the hits (_read_checked).
 MASKED_MAX = 1000
+# Statements that checked chunks against a filter, past which its every match is read for the searches
+# that follow (matrix.learn_matches): its best matches lie deep, and each later search would check
+# chunk after chunk again.
+LEARN_AFTER_STATEMENTS = 1
 _SIZE_TTL = 60.0  # seconds a size read below is trusted: it only chooses between two exact streams
 _SIZE_CACHE = 1024  # project sets whose sizes a process remembers (one per API key, roughly)
 
@@ -341,6 +345,12 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
     )
 
 
+def _matching_ids_sql(project_id: int, filters: SearchFilters) -> tuple[str, tuple]:
+    """The statement that reads every id of the project's filtered candidates, as one array."""
+    sql, params = _narrowed_sql((project_id,), filters).matching_ids
+    return sql, (*params, None)  # LIMIT NULL: no limit
+
+
 @lru_cache(maxsize=256)  # as _narrowed_sql's
 def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str, tuple]:
     """The items of an array of ids, with their highlights (a deleted one is missing), compiled once per
@@ -474,13 +484,14 @@ def _read_checked(
     statement (``checked``, _NarrowedSQL's) that keeps the first ``limit`` that match the filter and
     reads their items: a chunk's rows after its ``limit``-th match cannot enter the top ``limit``, and
     PostgreSQL looks no further than that match. So most searches make one statement, where a plain
-    search reads its hits. The count is of the rows the top ``limit`` had to be checked against."""
+    search reads its hits. The count is of the rows the top ``limit`` had to be checked against; the
+    statements made are counted too."""
     sql, params = checked
     live = {project_id: index for project_id, index in paths.items() if index.newest_live >= since}
     git_possible = bool(live)
     kept: list[_Scored] = []
     items: dict[int, KnowledgeItem] = {}
-    kth, scanned = -np.inf, 0
+    kth, scanned, statements = -np.inf, 0, 0
     with closing(stream):
         for chunk, rest in stream:
             scored = _score(chunk, now.timestamp(), live, since)
@@ -489,6 +500,7 @@ def _read_checked(
             if len(rows):
                 ids = scored.candidates.ids[rows].tolist()
                 matches = list(KnowledgeItem.objects.raw(sql, [_array(ids), *params, limit]))
+                statements += 1
                 items.update((item.pk, item) for item in matches)
                 found = [item.checked_row for item in matches]
                 scanned += found[-1] + 1 if len(found) == limit else len(rows)
@@ -499,7 +511,7 @@ def _read_checked(
                 kth = float(np.partition(finals, len(finals) - limit)[len(finals) - limit])
             if rest is None or score_ceiling(rest, git_possible=git_possible) < kth:
                 break  # no later row can enter
-    return (concat(kept) if kept else None), scanned, items
+    return (concat(kept) if kept else None), scanned, items, statements
 
 
 HIGHLIGHTED = ("title", "content")
@@ -567,7 +579,9 @@ def search(
     # the copy down to them before its product; one that matches more (it may take a scan of every row
     # to find them all, as `-TODO` does) is asked only of the best rows the stream hands over, in the
     # statement that reads the hits (_read_checked). Which of the two is known from the catch-up
-    # statement, which reads up to MASKED_MAX + 1 matching ids too.
+    # statement, which reads up to MASKED_MAX + 1 matching ids too. When those checks took more than one
+    # statement, the loader thread reads every match (matrix.learn_matches): until the project is next
+    # written, its searches with that filter rank the copy's matching rows alone, as a plain search.
     matching = None
     broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
     if narrowed and strategy == MATRIX and not broad:
@@ -579,7 +593,10 @@ def search(
     elif snapshots is matrix.LOADING:
         strategy = EXACT_WHILE_LOADING
     checked = None
-    if strategy == MATRIX and broad:
+    known = matrix.known_matches(snapshots, filters) if strategy == MATRIX and narrowed else None
+    if known is not None:
+        snapshots = matrix.masked(snapshots, known)
+    elif strategy == MATRIX and broad:
         checked = narrowed.checked
     elif strategy == MATRIX and matching is not None:
         if not matching.read:
@@ -600,9 +617,11 @@ def search(
         else:
             stream = matrix.nearest(snapshots, query_vector)
         if checked is not None:
-            read, scanned, items = _read_checked(
+            read, scanned, items, statements = _read_checked(
                 stream, checked, limit=limit, now=now, paths=paths, since=since
             )
+            if statements > LEARN_AFTER_STATEMENTS:
+                matrix.learn_matches({p: _matching_ids_sql(p, filters) for p in project_ids}, filters)
         else:
             read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
             items = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -10,12 +11,13 @@ import numpy as np
 import psycopg
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench import data
 from knowledge import embeddings, services
 from knowledge.models import KnowledgeItem
-from knowledge.ranking import forget_caches, matrix, search
+from knowledge.ranking import SearchFilters, forget_caches, matrix, search
 from knowledge.ranking.search import EXACT_OVER_BUDGET, EXACT_WHILE_LOADING
 from tests.knowledge.test_ranking import brute_force
 
@@ -343,3 +345,52 @@ def test_a_copys_int8_codes_stay_those_of_its_rows_through_appends_and_compactio
     found = search(projects=[cast.project], query=QUERY, query_vector=query, limit=10)
     assert found.strategy == "matrix"
     assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_filter_matched_deep_in_the_order_is_learned_ranks_as_brute_force_and_is_forgotten_at_a_write(
+    cast, in_memory, monkeypatch
+):
+    """Chunks checked over and over have the filter's matches read once; later searches rank the copy's
+    matching rows alone, with no chunk checked, until a write (here, of text only, the vector unchanged)
+    changes which rows match."""
+    search_module = importlib.import_module("knowledge.ranking.search")
+    monkeypatch.setattr(search_module, "MASKED_MAX", 0)  # every match count is "many"
+    project, now, text = cast.project, timezone.now(), "billing/api.go"
+    fill(project, 200, seed=3)
+    exact_order = [pk for pk, _ in brute_force(project, QUERY, 200, now)]
+    # The matches lie deep in the query's order: the stream checks chunk after chunk to find them.
+    KnowledgeItem.objects.filter(pk__in=exact_order[120::4]).update(content="Moved to billing/api.go.")
+
+    def ranked() -> tuple[list, int]:
+        with CaptureQueriesContext(connection) as queries:
+            result = search(
+                projects=[project], query=QUERY, limit=10, now=now, filters=SearchFilters(texts=(text,))
+            )
+        assert result.strategy == "matrix"
+        checks = sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries)
+        return [(h.item.pk, h.score) for h in result.hits], checks
+
+    def assert_brute_force(hits) -> None:
+        expected = brute_force(project, QUERY, 10, now, text=text)
+        assert [pk for pk, _ in hits] == [pk for pk, _ in expected]
+        assert [s for _, s in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+    hits, checks = ranked()
+    assert checks > 1 and matrix.stats["learned"] == 1
+    assert_brute_force(hits)
+    hits, checks = ranked()
+    assert checks == 0
+    assert_brute_force(hits)
+
+    # The best item that did not match now does, and the best match no longer does: text only.
+    newly = next(pk for pk in exact_order if pk not in dict(hits))
+    KnowledgeItem.objects.filter(pk=newly).update(content="Also in billing/api.go now.")
+    KnowledgeItem.objects.filter(pk=hits[0][0]).update(content="Moved away.")
+    hits, checks = ranked()
+    assert newly in dict(hits) and checks > 0
+    assert_brute_force(hits)
+    assert matrix.stats["learned"] == 2  # read again for the new rows
+    hits, checks = ranked()
+    assert checks == 0
+    assert_brute_force(hits)

@@ -156,6 +156,7 @@ def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_i
     # Small chunks: a search may check several, each in the statement that reads its best matches.
     monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
     monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
+    monkeypatch.setattr(search_module, "LEARN_AFTER_STATEMENTS", 10**9)  # test_matrix.py learns them
     forget_caches()
     project, now = memory_of_many_ages.project, timezone.now()
     chunks_checked = []  # per search: the statements that checked a chunk
