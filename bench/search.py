@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib
 import itertools
 import json
+import math
 import os
 import socket
 import statistics
@@ -191,6 +193,14 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         filters = SearchFilters(texts=(text,)) if text else None
         search(projects=[project], query=q, query_vector=vectors[q], filters=filters)
 
+    # First as a filter is searched before its matches are learned (a first use, or the first after a
+    # write): chunks checked in PostgreSQL. Then as the service runs, learning included.
+    ranking = importlib.import_module("knowledge.ranking.search")
+    learn_after, ranking.LEARN_AFTER_STATEMENTS = ranking.LEARN_AFTER_STATEMENTS, math.inf
+    try:
+        checked_plain_p50, checked_p50 = with_and_without_filter(ranked, queries)
+    finally:
+        ranking.LEARN_AFTER_STATEMENTS = learn_after
     plain_p50, filtered_p50 = with_and_without_filter(ranked, queries)
     targets = {
         identifier: services.item_create(
@@ -214,6 +224,8 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         "service_p50_ms": plain_p50,
         "filtered_service_p50_ms": filtered_p50,
         "filtered_over_plain": filtered_p50 / plain_p50,
+        "unlearned_filtered_service_p50_ms": checked_p50,
+        "unlearned_filtered_over_plain": checked_p50 / checked_plain_p50,
         "identifier_queries": len(targets),
         "hit_at_10_without_inline": plain_hits / len(targets),
         "hit_at_10_with_inline": inline_hits / len(targets),
