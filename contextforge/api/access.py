@@ -32,17 +32,19 @@ def request_project(request, slug: str | None, scope: str) -> Project:
     if slug:
         if not SLUG.fullmatch(slug):
             raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug[:100], scope=scope), field="project")
-        project = projects.filter(slug=slug).first()
-        if project is None:
-            raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug, scope=scope), field="project")
-        return project
+        # A slug is unique, and the project's visibility joins one membership at most: get() needs
+        # no ordering, which first() would add.
+        try:
+            return projects.get(slug=slug)
+        except Project.DoesNotExist:
+            raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug, scope=scope), field="project") from None
     if request.auth.project_id is not None:
-        project = projects.filter(pk=request.auth.project_id).first()
-        if project is None:
+        try:
+            return projects.get(pk=request.auth.project_id)
+        except Project.DoesNotExist:
             raise exceptions.PermissionDenied(
                 ROLE_FORBIDS.format(slug=request.auth.project.slug, scope=scope)
-            )
-        return project
+            ) from None
     candidates = list(projects[:2])
     if len(candidates) == 1:
         return candidates[0]

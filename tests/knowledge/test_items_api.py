@@ -62,6 +62,24 @@ def test_a_search_hit_carries_the_item_exactly_as_the_items_endpoint_shows_it(ca
         assert item == owner_api.get(f"/api/v1/items/{pk}/").json()
 
 
+def test_an_item_is_written_with_these_fields_in_this_order_and_its_times_in_iso_8601(cast, owner_api):
+    """The wire format agents parse: the search hits, the items endpoints and MCP all give this."""
+    item = make_item(
+        cast.project,
+        "Views",
+        "see ./app/views.py:10",
+        tags=["web"],
+        created_at=datetime(2024, 2, 29, 23, 59, 59, 123456, UTC),
+    )
+    body = owner_api.get(f"/api/v1/items/{item.pk}/").content.decode()
+    updated_at = json.dumps(item.updated_at.isoformat().replace("+00:00", "Z"))
+    assert body == (
+        f'{{"id":{item.pk},"project":"acme","title":"Views","content":"see ./app/views.py:10",'
+        f'"tags":["web"],"references":["app/views.py"],"is_proposal":false,"is_pending":false,'
+        f'"created_at":"2024-02-29T23:59:59.123456Z","updated_at":{updated_at}}}'
+    )
+
+
 def test_updating_the_content_re_embeds_and_bumps_updated_at(cast, owner_api):
     item = make_item(cast.project, "Queue", "We use RabbitMQ.")
     before = (item.updated_at, item.embedding.copy())
@@ -254,15 +272,16 @@ def test_an_unknown_api_path_answers_json_404(owner_api):
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
 
 
+@pytest.mark.parametrize("named", [{}, {"project": "acme"}], ids=["the key's projects", "a project named"])
 def test_a_search_request_reads_the_key_and_its_projects_once_beside_the_ranking_service(
-    cast, owner_api, stream, django_assert_num_queries
+    cast, owner_api, stream, django_assert_num_queries, named
 ):
     """Round trips to PostgreSQL are a good part of a search's time outside the model: over the ranking
     service's own statements, the request reads its API key (with its owner) and the key's projects, once
-    each, whichever stream ranks."""
+    each, whichever stream ranks, and whether the body names the project or not."""
     make_item(cast.project, "Deploys", "We deploy with blue-green switches behind the load balancer.")
     make_item(cast.project, "Caching", "Redis caches the session lookups for five minutes.")
-    body = {"query": "how do we deploy", "limit": 10}
+    body = {"query": "how do we deploy", "limit": 10, **named}
     # The first search notes the key's last use (a write at most once a minute) and warms the stream.
     assert owner_api.post("/api/v1/search/", body, format="json").status_code == 200
     with CaptureQueriesContext(connection) as service:
