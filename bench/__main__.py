@@ -247,7 +247,8 @@ def print_tenants(r: dict) -> None:
         )
         strategies = ", ".join(f"{s} {n}" for s, n in r["strategies"].get(name, {}).items())
         print(
-            f"  {name:26} p50 {mixed['p50_ms']:6.1f} / p95 {mixed['p95_ms']:.1f} ms; {versus}; stream: {strategies}"
+            f"  {name:26} p50 {mixed['p50_ms']:6.1f} / p95 {mixed['p95_ms']:.1f} ms; {versus};"
+            f" stream (loads done): {strategies}"
         )
     for w in r["workers_after"]:
         base = (
@@ -261,7 +262,10 @@ def print_tenants(r: dict) -> None:
                 else ""
             )
         )
-    print(f"  in this process, one search of each project: {r['in_process']}")
+    print(
+        f"  in this process, one search of each project: {r['in_process']};"
+        f" streams: {r.get('first_round_strategies')}"
+    )
 
 
 def run_gitsync(data_dir: Path, results_dir: Path, *, commits: int, repo: str | None) -> dict:
