@@ -4,6 +4,8 @@ Markdown zip (``--only search``, ``--only gitsync``, ``--only embedding`` or ``-
 of them). ``--only tenants`` runs the many-teams
 benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
 ``--only history`` runs the cost of item history on the write path (bench/history.py).
+``--only crossover`` times PostgreSQL's exact scan against the in-memory copy at several project sizes
+(bench/crossover.py), never run by default.
 
 Figures are medians; ratios are against baselines measured in the same run:
 API and service latency against (query embedding alone + raw pgvector top-k alone), ingest against
@@ -37,8 +39,8 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("search", "gitsync", "embedding", "history", "tenants", "imports"),
-        help="Run one benchmark (default: all but tenants).",
+        choices=("search", "gitsync", "embedding", "history", "tenants", "imports", "crossover"),
+        help="Run one benchmark (default: all but tenants and crossover).",
     )
     parser.add_argument(
         "--tenants",
@@ -55,7 +57,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--keep-data",
         action="store_true",
-        help="Tenants benchmark: reuse the database a previous run loaded, with the same sizes.",
+        help="Tenants and crossover benchmarks: reuse the database a previous run loaded (same sizes).",
     )
     parser.add_argument("--notes", type=int, default=10_000, help="Notes in the imports benchmark's zip.")
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
@@ -75,6 +77,9 @@ def main(argv=None) -> int:
         run_tenants(
             data_dir, results_dir, tenants=tenants, large=large, quick=args.quick, keep=args.keep_data
         )
+        return 0
+    if args.only == "crossover":
+        run_crossover(data_dir, results_dir, keep=args.keep_data)
         return 0
     results = []
     for size in sizes if args.only in (None, "search") else []:
@@ -210,6 +215,19 @@ def run_tenants(
     return result
 
 
+def run_crossover(data_dir: Path, results_dir: Path, *, keep: bool) -> dict:
+    from contextforge.embedded_db import ensure_embedded_database
+
+    name = "bench_crossover"
+    url = ensure_embedded_database(data_dir, name=name) if keep else fresh_database(data_dir, name)
+    out = results_dir / "crossover.json"
+    env = {**os.environ, "DATABASE_URL": url, "CONTEXTFORGE_DATA_DIR": str(data_dir)}
+    subprocess.run(
+        [sys.executable, "-m", "bench.crossover", "--json", str(out)], env=env, cwd=ROOT, check=True
+    )
+    return json.loads(out.read_text())
+
+
 def print_tenants(r: dict) -> None:
     print(
         f"\n== {r['tenants']} projects of {r['items_per_tenant'][0]:,}-{r['items_per_tenant'][1]:,} items"
@@ -229,7 +247,8 @@ def print_tenants(r: dict) -> None:
         )
         strategies = ", ".join(f"{s} {n}" for s, n in r["strategies"].get(name, {}).items())
         print(
-            f"  {name:26} p50 {mixed['p50_ms']:6.1f} / p95 {mixed['p95_ms']:.1f} ms; {versus}; stream: {strategies}"
+            f"  {name:26} p50 {mixed['p50_ms']:6.1f} / p95 {mixed['p95_ms']:.1f} ms; {versus};"
+            f" stream (loads done): {strategies}"
         )
     for w in r["workers_after"]:
         base = (
@@ -243,7 +262,10 @@ def print_tenants(r: dict) -> None:
                 else ""
             )
         )
-    print(f"  in this process, one search of each project: {r['in_process']}")
+    print(
+        f"  in this process, one search of each project: {r['in_process']};"
+        f" streams: {r.get('first_round_strategies')}"
+    )
 
 
 def run_gitsync(data_dir: Path, results_dir: Path, *, commits: int, repo: str | None) -> dict:

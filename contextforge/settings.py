@@ -306,8 +306,10 @@ CONTEXTFORGE_IMPORT_MAX_FILES = env_int("CONTEXTFORGE_IMPORT_MAX_FILES", 10_000,
 CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB", 50, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
-# process (knowledge/ranking/matrix.py).
-CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 2_000, minimum=0)
+# process (knowledge/ranking/matrix.py). The copy is faster at every size, but below this the scan costs
+# a search only a few milliseconds more, so the memory budget is left to the projects where the scan is
+# slow (bench/crossover.py).
+CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 5_000, minimum=0)
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).
 CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, minimum=0)
