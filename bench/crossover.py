@@ -40,11 +40,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
-    from django.core.management import call_command
+    migrated_django()
     from django.db import connection
     from django.test import override_settings
 
@@ -54,7 +52,6 @@ def main(argv=None) -> dict:
     from knowledge import embeddings
     from knowledge.ranking import forget_caches, matrix, search
 
-    call_command("migrate", verbosity=0)
     user, _ = accounts.user_ensure(username="bench")
     sizes = [int(s) for s in args.sizes.split(",")]
     slugs = {size: f"crossover-{size}" for size in sizes}

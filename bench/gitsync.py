@@ -317,17 +317,14 @@ def main(argv=None) -> dict:
         roots = [r for r in os.environ.get("CONTEXTFORGE_GIT_LOCAL_ROOTS", "").split(":") if r]
         os.environ["CONTEXTFORGE_GIT_LOCAL_ROOTS"] = ":".join([*roots, repo])
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
-    from django.core.management import call_command
+    migrated_django()
 
     from accounts.models import Project
     from gitsync import services
     from gitsync.models import Commit, CommitFile
 
-    call_command("migrate", verbosity=0)
     project, _ = Project.objects.get_or_create(slug="bench-gitsync", defaults={"name": "Bench gitsync"})
     for old in project.repositories.all():
         services.repository_delete(repository=old)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from contextlib import contextmanager
@@ -41,12 +40,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
+    migrated_django()
     import pgtrigger
-    from django.core.management import call_command
 
     from accounts import services as accounts
     from bench import data
@@ -54,7 +51,6 @@ def main(argv=None) -> dict:
     from knowledge import embeddings, services
     from knowledge.models import KnowledgeItem
 
-    call_command("migrate", verbosity=0)
     user, _ = accounts.user_ensure(username="bench")
     project = accounts.project_create(name="History", slug="history", owner=user)
     model = embeddings.get_model()

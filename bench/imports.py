@@ -46,19 +46,16 @@ def main(argv=None) -> int:
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
+    migrated_django()
     from django.conf import settings
-    from django.core.management import call_command
 
     from accounts import services as accounts
     from bench import data
     from knowledge import embeddings, services
     from knowledge.models import ImportJob, KnowledgeItem
 
-    call_command("migrate", verbosity=0)
     user, _ = accounts.user_ensure(username="bench")
     project = accounts.project_create(name="Imports", slug=f"imports-{args.notes}", owner=user)
     records = data.notes(args.notes)

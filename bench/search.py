@@ -247,12 +247,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
+    migrated_django()
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
     from accounts import services as accounts
@@ -261,7 +259,6 @@ def main(argv=None) -> dict:
     from knowledge.models import KnowledgeItem
     from knowledge.ranking import search
 
-    call_command("migrate", verbosity=0)
     user, _ = accounts.user_ensure(username="bench")
     project = accounts.project_create(name="Bench", slug=f"bench-{args.size}", owner=user)
     secret = accounts.api_key_create(owner=user, name="bench", scopes=["read"], project=project).secret

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import threading
@@ -84,12 +83,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    import django
+    from bench import migrated_django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
-    django.setup()
+    migrated_django()
     from django.conf import settings
-    from django.core.management import call_command
     from django.db.models import Count
 
     from accounts import services as accounts
@@ -99,7 +96,6 @@ def main(argv=None) -> dict:
     from knowledge.models import KnowledgeItem
     from knowledge.ranking import matrix, search
 
-    call_command("migrate", verbosity=0)
     exact_max = settings.CONTEXTFORGE_EXACT_SCAN_MAX
     result: dict = {
         "tenants": args.tenants,
