@@ -729,22 +729,31 @@ def _cosines(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, que
     return out
 
 
-def narrowed(snapshots: list[Snapshot], only: np.ndarray) -> list[Snapshot]:
-    """``snapshots`` cut down to their live rows whose id is in ``only``, in snapshots of their own.
+def rows_of(snapshots: list[Snapshot], ids: np.ndarray) -> list[np.ndarray]:
+    """Each snapshot's live rows whose item id is in ``ids``."""
+    return [np.flatnonzero(s.live & np.isin(s.ids, ids)) for s in snapshots]
 
-    A search narrowed to a few items ranks them alone: masking every other row of the copy instead
-    leaves ``nearest`` to multiply and select among them all, and the mask's many equal cosines (-inf)
-    are the slowest input ``np.argpartition`` has."""
+
+def narrowed(snapshots: list[Snapshot], rows: list[np.ndarray]) -> list[Snapshot]:
+    """``snapshots`` cut down to ``rows`` (positions, an array per snapshot), in snapshots of their own.
+
+    A search narrowed to a few items ranks them alone, with no product over the rest of the copy."""
     cut = []
-    for snapshot in snapshots:
-        rows = np.flatnonzero(snapshot.live & np.isin(snapshot.ids, only))
-        columns = {name: getattr(snapshot, name)[rows] for name in _COLUMNS}
-        cut.append(Snapshot(snapshot.project_id, codes=snapshot.codes[:, rows], **columns))
+    for snapshot, keep in zip(snapshots, rows, strict=True):
+        columns = {name: getattr(snapshot, name)[keep] for name in _COLUMNS}
+        cut.append(Snapshot(snapshot.project_id, codes=snapshot.codes[:, keep], **columns))
     return cut
 
 
 KNOWN_FILTERS = 8  # filters whose matching rows a copy keeps: the latest learned
 _learning: set[tuple[int, object]] = set()  # (project id, filter key) handed to the loader, not done yet
+
+
+def knows(project_ids: Sequence[int], key) -> bool:
+    """Whether each project's copy, as it stands, knows its rows that match the filter ``key``."""
+    with _lock:
+        copies = [_copies.get(p) for p in project_ids]
+    return all(c is not None and c.known.get(key, (None,))[0] == c.generation for c in copies)
 
 
 def known_matches(snapshots: list[Snapshot], key) -> list[np.ndarray] | None:
@@ -769,6 +778,22 @@ def masked(snapshots: list[Snapshot], rows: list[np.ndarray]) -> list[Snapshot]:
         live[keep] = snapshot.live[keep]
         out.append(replace(snapshot, live=live))
     return out
+
+
+def _keep_known(copy: _Copy, key, generation: int, rows: np.ndarray) -> None:
+    known = {k: v for k, v in copy.known.items() if k != key} | {key: (generation, rows.astype(np.int32))}
+    copy.known = dict(list(known.items())[-KNOWN_FILTERS:])
+
+
+def remember_matches(snapshots: list[Snapshot], key, rows: list[np.ndarray]) -> None:
+    """Keep ``rows`` (an array per snapshot) as the rows of each snapshot that match the filter ``key``,
+    for the generation it was published at. Only for matches read no earlier than each snapshot's own
+    read (in its catch-up statement, or after it), as ``learn_matches`` explains."""
+    with _lock:
+        copies = [_copies.get(s.project_id) for s in snapshots]
+    for snapshot, copy, found in zip(snapshots, copies, rows, strict=True):
+        if copy is not None:
+            _keep_known(copy, key, snapshot.generation, found)
 
 
 def learn_matches(statements: dict[int, tuple[str, Sequence]], key) -> None:
@@ -800,9 +825,7 @@ def _learn(statements: dict[int, tuple[str, Sequence]], key, *, own_connection: 
                     continue
                 cursor.execute(sql, params)
                 ids = np.array(cursor.fetchone()[0], dtype=np.int64)
-                rows = np.flatnonzero(snapshot.live & np.isin(snapshot.ids, ids)).astype(np.int32)
-                known = {k: v for k, v in copy.known.items() if k != key} | {key: (snapshot.generation, rows)}
-                copy.known = dict(list(known.items())[-KNOWN_FILTERS:])
+                _keep_known(copy, key, snapshot.generation, rows_of([snapshot], ids)[0])
                 stats["learned"] += 1
     except Exception:  # a search never depends on it: the filter's chunks stay checked in PostgreSQL
         logger.exception("reading a filter's matching items failed")
@@ -836,6 +859,13 @@ def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tup
         code = _QueryCode.of(query)
         products = [screen(s, code) for s in snapshots]
     bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
+    # Where few rows are live (a mask of ``masked``), selected among themselves: the others' equal bounds
+    # (-inf) are np.argpartition's slowest input. ``position`` maps a place in ``bounds`` to its row.
+    position = np.flatnonzero(bounds > -np.inf)
+    if len(position) < len(bounds) // 2:
+        bounds = bounds[position]
+    else:
+        position = None
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     held, held_cosines = np.empty(0, np.int64), np.empty(0, np.float32)
@@ -851,6 +881,8 @@ def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tup
             picked, values = np.delete(picked, last), np.delete(values, last)
         picked, values = picked[values > -np.inf], values[values > -np.inf]
         bounds[picked] = -np.inf  # taken: out of the next selection
+        if position is not None:
+            picked = position[picked]
         if exact:
             cosines = values
         else:

@@ -390,6 +390,12 @@ def _remember_broad(key: tuple) -> None:
             _broad.popitem(last=False)
 
 
+def _matching_ids(narrowed: _NarrowedSQL) -> matrix.Alongside:
+    """Up to MASKED_MAX + 1 ids of the filtered candidates, to read with the catch-up statement."""
+    sql, params = narrowed.matching_ids
+    return matrix.Alongside(sql, (*params, MASKED_MAX + 1))
+
+
 def _read_alone(alongside: matrix.Alongside) -> None:
     """Read ``alongside`` in a statement of its own (no catch-up statement read it)."""
     with connection.cursor() as cursor:
@@ -583,10 +589,10 @@ def search(
     # statement, the loader thread reads every match (matrix.learn_matches): until the project is next
     # written, its searches with that filter rank the copy's matching rows alone, as a plain search.
     matching = None
-    broad = narrowed is not None and strategy == MATRIX and _is_broad((project_ids, filters))
-    if narrowed and strategy == MATRIX and not broad:
-        sql, params = narrowed.matching_ids
-        matching = matrix.Alongside(sql, (*params, MASKED_MAX + 1))
+    narrows_copy = narrowed is not None and strategy == MATRIX
+    broad = narrows_copy and _is_broad((project_ids, filters))
+    if narrows_copy and not broad and not matrix.knows(project_ids, filters):
+        matching = _matching_ids(narrowed)
     snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
@@ -595,17 +601,23 @@ def search(
     checked = None
     known = matrix.known_matches(snapshots, filters) if strategy == MATRIX and narrowed else None
     if known is not None:
-        snapshots = matrix.masked(snapshots, known)
+        few = sum(len(rows) for rows in known) <= MASKED_MAX
+        snapshots = matrix.narrowed(snapshots, known) if few else matrix.masked(snapshots, known)
     elif strategy == MATRIX and broad:
         checked = narrowed.checked
-    elif strategy == MATRIX and matching is not None:
-        if not matching.read:
+    elif strategy == MATRIX and narrowed:
+        matching = matching or _matching_ids(narrowed)  # none read: the copy's known matches were stale
+        alone = not matching.read
+        if alone:
             _read_alone(matching)
         if len(matching.value) > MASKED_MAX:
             checked = narrowed.checked
             _remember_broad((project_ids, filters))
         else:
-            snapshots = matrix.narrowed(snapshots, np.array(matching.value, dtype=np.int64))
+            found = matrix.rows_of(snapshots, np.array(matching.value, dtype=np.int64))
+            if alone or len(snapshots) == 1:  # read with or after each copy's own catch-up
+                matrix.remember_matches(snapshots, filters, found)
+            snapshots = matrix.narrowed(snapshots, found)
 
     embed_started = time.perf_counter()
     if query_vector is None:
