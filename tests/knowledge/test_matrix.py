@@ -401,3 +401,27 @@ def test_a_filters_matches_once_read_rank_as_brute_force_with_no_statement_of_th
     hits, filter_statements = ranked()
     assert filter_statements == 0
     assert_brute_force(hits)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("masked_max", [0, 10_000], ids=["many matches", "few matches"])
+def test_a_filtered_search_of_several_projects_ranks_as_postgresql_does_before_and_after_matches_are_kept(
+    four_projects, in_memory, monkeypatch, masked_max
+):
+    monkeypatch.setattr(importlib.import_module("knowledge.ranking.search"), "MASKED_MAX", masked_max)
+    a, b = four_projects[:2]
+    for project, every in ((a, slice(None, None, 5)), (b, slice(2, None, 6))):  # not the same rows
+        ids = list(KnowledgeItem.objects.filter(project=project).order_by("id").values_list("pk", flat=True))
+        KnowledgeItem.objects.filter(pk__in=ids[every]).update(content="Moved to billing/api.go.")
+    filters = SearchFilters(texts=("billing/api.go",))
+    found = [search(projects=[a, b], query=QUERY, limit=10, filters=filters) for _ in range(3)]
+    assert matrix.stats["learned"] == (2 if masked_max == 0 else 0)  # each copy's matches, once
+    in_memory.CONTEXTFORGE_EXACT_SCAN_MAX = 10_000
+    forget_caches()
+    exact = search(projects=[a, b], query=QUERY, limit=10, filters=filters)
+    assert exact.strategy == "exact" and len(exact.hits) == 10
+    assert {h.item.project_id for h in exact.hits} == {a.pk, b.pk}
+    for result in found:
+        assert result.strategy == "matrix"
+        assert [h.item.pk for h in result.hits] == [h.item.pk for h in exact.hits]
+        assert [h.score for h in result.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-6)
