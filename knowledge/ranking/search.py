@@ -585,9 +585,10 @@ def search(
     # the copy down to them before its product; one that matches more (it may take a scan of every row
     # to find them all, as `-TODO` does) is asked only of the best rows the stream hands over, in the
     # statement that reads the hits (_read_checked). Which of the two is known from the catch-up
-    # statement, which reads up to MASKED_MAX + 1 matching ids too. When those checks took more than one
-    # statement, the loader thread reads every match (matrix.learn_matches): until the project is next
-    # written, its searches with that filter rank the copy's matching rows alone, as a plain search.
+    # statement, which reads up to MASKED_MAX + 1 matching ids too. A copy keeps those few ids' rows, and,
+    # when a broad filter's checks took more than one statement, every matching row, read by the loader
+    # thread (matrix.learn_matches): until the project is next written, its searches with that filter
+    # rank those rows alone and make no statement of the filter's own.
     matching = None
     narrows_copy = narrowed is not None and strategy == MATRIX
     broad = narrows_copy and _is_broad((project_ids, filters))
