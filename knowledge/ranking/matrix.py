@@ -309,8 +309,8 @@ class _Copy:
     # Renewed by each read that finds a written row, and by each retirement: the same generation, the
     # same rows, as live as they were, with the same text in the database. Unique across copies.
     generation: int = field(default_factory=lambda: next(_generations))
-    # Filter key -> (generation, rows of that generation which match it): ``learn_matches``. Replaced
-    # whole, never changed in place, so a search reads it without a lock.
+    # Filter key -> (generation, rows of that generation which match it): ``remember_matches`` and
+    # ``learn_matches``. Replaced whole, never changed in place, so a search reads it without a lock.
     known: dict = field(default_factory=dict)
 
     def publish(self) -> Snapshot:
@@ -757,8 +757,9 @@ def knows(project_ids: Sequence[int], key) -> bool:
 
 
 def known_matches(snapshots: list[Snapshot], key) -> list[np.ndarray] | None:
-    """For each of ``snapshots`` (``refreshed``'s), its rows that match the filter ``key``, as
-    ``learn_matches`` read them for the generation it was published at; None when one is not known."""
+    """For each of ``snapshots`` (``refreshed``'s), its rows that match the filter ``key``, as kept for
+    the generation it was published at (``remember_matches``, ``learn_matches``); None when one is not
+    known."""
     with _lock:
         copies = [_copies.get(s.project_id) for s in snapshots]
     found = []
