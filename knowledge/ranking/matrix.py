@@ -37,6 +37,10 @@ one of those ids, so the next read asks for exactly those rows: a long transacti
 (a repository sync) costs an index probe for its id, never a re-read of what others wrote meanwhile.
 A deleted row leaves no stamp: the ranking service finds it missing when it reads the hits, and
 ``without`` hides it.
+
+Filter matches: a copy keeps, for the latest few keyword or path filters, which of its rows match (the
+few ids read with a catch-up statement, or every match read by the loader thread). They hold for one
+generation of the copy, which each read that finds a written row renews: outlived, never invalidated.
 """
 
 from __future__ import annotations
