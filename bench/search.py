@@ -193,8 +193,9 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         filters = SearchFilters(texts=(text,)) if text else None
         search(projects=[project], query=q, query_vector=vectors[q], filters=filters)
 
-    # First as a filter is searched before its matches are learned (a first use, or the first after a
-    # write): chunks checked in PostgreSQL. Then as the service runs, learning included.
+    # First with no broad filter's matches learned (as at its first use, or its first after a write:
+    # chunks checked in PostgreSQL); a narrow filter's few ids are still kept from its first search. Then
+    # as the service runs, learning included.
     ranking = importlib.import_module("knowledge.ranking.search")
     learn_after, ranking.LEARN_AFTER_STATEMENTS = ranking.LEARN_AFTER_STATEMENTS, math.inf
     try:
