@@ -345,12 +345,6 @@ def _narrowed_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> _Narr
     )
 
 
-def _matching_ids_sql(project_id: int, filters: SearchFilters) -> tuple[str, tuple]:
-    """The statement that reads every id of the project's filtered candidates, as one array."""
-    sql, params = _narrowed_sql((project_id,), filters).matching_ids
-    return sql, (*params, None)  # LIMIT NULL: no limit
-
-
 @lru_cache(maxsize=256)  # as _narrowed_sql's
 def _hits_sql(project_ids: tuple[int, ...], filters: SearchFilters) -> tuple[str, tuple]:
     """The items of an array of ids, with their highlights (a deleted one is missing), compiled once per
@@ -390,10 +384,10 @@ def _remember_broad(key: tuple) -> None:
             _broad.popitem(last=False)
 
 
-def _matching_ids(narrowed: _NarrowedSQL) -> matrix.Alongside:
-    """Up to MASKED_MAX + 1 ids of the filtered candidates, to read with the catch-up statement."""
+def _matching_ids(narrowed: _NarrowedSQL, limit: int | None) -> tuple[str, tuple]:
+    """The statement that reads up to ``limit`` (None: every) id of the filtered candidates."""
     sql, params = narrowed.matching_ids
-    return matrix.Alongside(sql, (*params, MASKED_MAX + 1))
+    return sql, (*params, limit)
 
 
 def _read_alone(alongside: matrix.Alongside) -> None:
@@ -593,7 +587,7 @@ def search(
     narrows_copy = narrowed is not None and strategy == MATRIX
     broad = narrows_copy and _is_broad((project_ids, filters))
     if narrows_copy and not broad and not matrix.knows(project_ids, filters):
-        matching = _matching_ids(narrowed)
+        matching = matrix.Alongside(*_matching_ids(narrowed, MASKED_MAX + 1))
     snapshots = matrix.refreshed(project_ids, rows=rows, alongside=matching) if strategy == MATRIX else []
     if snapshots is None:  # larger than the budget once read
         strategy = EXACT_OVER_BUDGET
@@ -607,7 +601,8 @@ def search(
     elif strategy == MATRIX and broad:
         checked = narrowed.checked
     elif strategy == MATRIX and narrowed:
-        matching = matching or _matching_ids(narrowed)  # none read: the copy's known matches were stale
+        # None asked for when the copy's known matches turn out stale in its refresh: read them now.
+        matching = matching or matrix.Alongside(*_matching_ids(narrowed, MASKED_MAX + 1))
         alone = not matching.read
         if alone:
             _read_alone(matching)
@@ -634,7 +629,8 @@ def search(
                 stream, checked, limit=limit, now=now, paths=paths, since=since
             )
             if statements > LEARN_AFTER_STATEMENTS:
-                matrix.learn_matches({p: _matching_ids_sql(p, filters) for p in project_ids}, filters)
+                every = {p: _matching_ids(_narrowed_sql((p,), filters), None) for p in project_ids}
+                matrix.learn_matches(every, filters)
         else:
             read, scanned = _read(stream, limit=limit, now=now, paths=paths, since=since)
             items = None
