@@ -753,10 +753,15 @@ KNOWN_FILTERS = 8  # filters whose matching rows a copy keeps: the latest learne
 _learning: set[tuple[int, object]] = set()  # (project id, filter key) handed to the loader, not done yet
 
 
+def _held_copies(project_ids: Sequence[int]) -> list[_Copy | None]:
+    """Each project's copy held now (None for one not held)."""
+    with _lock:
+        return [_copies.get(p) for p in project_ids]
+
+
 def knows(project_ids: Sequence[int], key) -> bool:
     """Whether each project's copy, as it stands, knows its rows that match the filter ``key``."""
-    with _lock:
-        copies = [_copies.get(p) for p in project_ids]
+    copies = _held_copies(project_ids)
     return all(c is not None and c.known.get(key, (None,))[0] == c.generation for c in copies)
 
 
@@ -764,8 +769,7 @@ def known_matches(snapshots: list[Snapshot], key) -> list[np.ndarray] | None:
     """For each of ``snapshots`` (``refreshed``'s), its rows that match the filter ``key``, as kept for
     the generation it was published at (``remember_matches``, ``learn_matches``); None when one is not
     known."""
-    with _lock:
-        copies = [_copies.get(s.project_id) for s in snapshots]
+    copies = _held_copies([s.project_id for s in snapshots])
     found = []
     for snapshot, copy in zip(snapshots, copies, strict=True):
         entry = None if copy is None else copy.known.get(key)
@@ -794,8 +798,7 @@ def remember_matches(snapshots: list[Snapshot], key, rows: list[np.ndarray]) -> 
     """Keep ``rows`` (an array per snapshot) as the rows of each snapshot that match the filter ``key``,
     for the generation it was published at. Only for matches read no earlier than each snapshot's own
     read (in its catch-up statement, or after it), as ``learn_matches`` explains."""
-    with _lock:
-        copies = [_copies.get(s.project_id) for s in snapshots]
+    copies = _held_copies([s.project_id for s in snapshots])
     for snapshot, copy, found in zip(snapshots, copies, rows, strict=True):
         if copy is not None:
             _keep_known(copy, key, snapshot.generation, found)
@@ -823,8 +826,7 @@ def _learn(statements: dict[int, tuple[str, Sequence]], key, *, own_connection: 
     try:
         with connection.cursor() as cursor:
             for project_id, (sql, params) in statements.items():
-                with _lock:
-                    copy = _copies.get(project_id)
+                [copy] = _held_copies([project_id])
                 snapshot = None if copy is None else copy.snapshot
                 if snapshot is None:
                     continue
@@ -866,11 +868,11 @@ def nearest(snapshots: list[Snapshot], query_vector: np.ndarray) -> Iterator[tup
     bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
     # Where few rows are live (a mask of ``masked``), selected among themselves: the others' equal bounds
     # (-inf) are np.argpartition's slowest input. ``position`` maps a place in ``bounds`` to its row.
-    position = np.flatnonzero(bounds > -np.inf)
-    if len(position) < len(bounds) // 2:
+    alive = bounds > -np.inf
+    position = None
+    if np.count_nonzero(alive) < len(bounds) // 2:  # counted first: a plain search keeps every row
+        position = np.flatnonzero(alive)
         bounds = bounds[position]
-    else:
-        position = None
     offsets = np.cumsum([0, *(len(s.ids) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     held, held_cosines = np.empty(0, np.int64), np.empty(0, np.float32)
@@ -919,9 +921,7 @@ def without(snapshots: list[Snapshot], item_ids: Sequence[int]) -> list[Snapshot
     """``snapshots`` without items the database no longer holds (deleted since they were read), which
     later snapshots leave out too."""
     gone = np.array(item_ids, dtype=np.int64)
-    with _lock:
-        held = [_copies.get(s.project_id) for s in snapshots]
-    for copy in held:
+    for copy in _held_copies([s.project_id for s in snapshots]):
         if copy is not None:
             with copy.lock:
                 if copy.horizon is not None:
