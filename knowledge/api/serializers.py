@@ -11,25 +11,25 @@ from knowledge.keywords import text_error
 from knowledge.models import Action, ImportJob, KnowledgeItem, Snapshot
 
 
-def stored_strings(field_name: str) -> serializers.ListField:
-    """An item's array of strings, read only, each as long as the model allows."""
-    max_length = KnowledgeItem._meta.get_field(field_name).base_field.max_length
-    return serializers.ListField(child=serializers.CharField(max_length=max_length), read_only=True)
-
-
-class ItemOutputSerializer(serializers.Serializer):
-    # Declared rather than a ModelSerializer: a search serializes items on every request, and
-    # ModelSerializer inspects the model again for each serializer it builds.
-    id = serializers.IntegerField(read_only=True)
+class ItemOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    title = serializers.CharField(read_only=True)
-    content = serializers.CharField(read_only=True)
-    tags = stored_strings("tags")
-    references = stored_strings("references")
-    is_proposal = serializers.BooleanField(read_only=True)
     is_pending = serializers.BooleanField(read_only=True, help_text="True until the item has an embedding.")
-    created_at = serializers.DateTimeField(read_only=True)
-    updated_at = serializers.DateTimeField(read_only=True)
+
+    class Meta:
+        model = KnowledgeItem
+        fields = [
+            "id",
+            "project",
+            "title",
+            "content",
+            "tags",
+            "references",
+            "is_proposal",
+            "is_pending",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
 
 
 class ItemCreateInputSerializer(InputSerializer):
@@ -161,6 +161,10 @@ class ImportOutputSerializer(serializers.Serializer):
 
 class TrashedItemOutputSerializer(ItemOutputSerializer):
     deleted_at = serializers.DateTimeField(read_only=True)
+
+    class Meta(ItemOutputSerializer.Meta):
+        fields = [*ItemOutputSerializer.Meta.fields, "deleted_at"]
+        read_only_fields = fields
 
 
 ACTION_HELP = f"{', '.join(Action.values[:-1])} or {Action.values[-1]}."
