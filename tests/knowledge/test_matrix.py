@@ -414,8 +414,15 @@ def test_a_filtered_search_of_several_projects_ranks_as_postgresql_does_before_a
         ids = list(KnowledgeItem.objects.filter(project=project).order_by("id").values_list("pk", flat=True))
         KnowledgeItem.objects.filter(pk__in=ids[every]).update(content="Moved to billing/api.go.")
     filters = SearchFilters(texts=("billing/api.go",))
-    found = [search(projects=[a, b], query=QUERY, limit=10, filters=filters) for _ in range(3)]
+    found, filter_statements = [], []
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as queries:
+            found.append(search(projects=[a, b], query=QUERY, limit=10, filters=filters))
+        sqls = [q["sql"] for q in queries.captured_queries]
+        filter_statements.append(sum("WITH ORDINALITY" in sql or "matching LIMIT" in sql for sql in sqls))
     assert matrix.stats["learned"] == (2 if masked_max == 0 else 0)  # each copy's matches, once
+    # The first search reads the matches; the later ones rank the matches kept, with no statement.
+    assert filter_statements[0] > 0 and filter_statements[1:] == [0, 0]
     in_memory.CONTEXTFORGE_EXACT_SCAN_MAX = 10_000
     forget_caches()
     exact = search(projects=[a, b], query=QUERY, limit=10, filters=filters)
