@@ -347,6 +347,13 @@ def test_a_copys_int8_codes_stay_those_of_its_rows_through_appends_and_compactio
     assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected]
 
 
+def filter_statements_in(queries: CaptureQueriesContext) -> int:
+    """The statements that checked a chunk against a keyword filter or read the filter's matching ids."""
+    return sum(
+        "WITH ORDINALITY" in q["sql"] or "matching LIMIT" in q["sql"] for q in queries.captured_queries
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     "masked_max", [0, 10_000], ids=["many matches: read by the loader", "few: kept from the catch-up read"]
@@ -372,10 +379,7 @@ def test_a_filters_matches_once_read_rank_as_brute_force_with_no_statement_of_th
                 projects=[project], query=QUERY, limit=10, now=now, filters=SearchFilters(texts=(text,))
             )
         assert result.strategy == "matrix"
-        sqls = [q["sql"] for q in queries.captured_queries]
-        return [(h.item.pk, h.score) for h in result.hits], sum(
-            "WITH ORDINALITY" in sql or "matching LIMIT" in sql for sql in sqls
-        )
+        return [(h.item.pk, h.score) for h in result.hits], filter_statements_in(queries)
 
     def assert_brute_force(hits) -> None:
         expected = brute_force(project, QUERY, 10, now, text=text)
@@ -414,8 +418,14 @@ def test_a_filtered_search_of_several_projects_ranks_as_postgresql_does_before_a
         ids = list(KnowledgeItem.objects.filter(project=project).order_by("id").values_list("pk", flat=True))
         KnowledgeItem.objects.filter(pk__in=ids[every]).update(content="Moved to billing/api.go.")
     filters = SearchFilters(texts=("billing/api.go",))
-    found = [search(projects=[a, b], query=QUERY, limit=10, filters=filters) for _ in range(3)]
+    found, filter_statements = [], []
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as queries:
+            found.append(search(projects=[a, b], query=QUERY, limit=10, filters=filters))
+        filter_statements.append(filter_statements_in(queries))
     assert matrix.stats["learned"] == (2 if masked_max == 0 else 0)  # each copy's matches, once
+    # The first search reads the matches; the later ones rank the matches kept, with no statement.
+    assert filter_statements[0] > 0 and filter_statements[1:] == [0, 0]
     in_memory.CONTEXTFORGE_EXACT_SCAN_MAX = 10_000
     forget_caches()
     exact = search(projects=[a, b], query=QUERY, limit=10, filters=filters)

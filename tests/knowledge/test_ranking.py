@@ -398,6 +398,12 @@ def test_the_recency_stamp_is_the_items_last_write_in_posix_seconds_to_the_micro
     from knowledge.ranking.candidates import STAMP
 
     written = timezone.now().replace(microsecond=123457) - timedelta(days=3, seconds=7)
-    item = make_item(cast.project, "Old decision", "We keep the logs for a year.", updated_at=written)
+    item = make_item(
+        cast.project,
+        "Old decision",
+        "We keep the logs for a year.",
+        created_at=written - timedelta(days=30),  # its creation is not its last write
+        updated_at=written,
+    )
     stamp = KnowledgeItem.objects.annotate(stamp=STAMP).values_list("stamp", flat=True).get(pk=item.pk)
     assert stamp == written.timestamp()
