@@ -256,14 +256,18 @@ def _load(cursor, copy: Copy) -> None:
     cursor.execute(f"SELECT {_HORIZON}")
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
-    passages = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by("item_id", "ordinal")
+    passages = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
+        "item_id", "ordinal"
+    )
     sql, params = passages.values_list("item_id", "embedding").query.sql_with_params()
     data = bytearray()
     # Raw SQL: a binary COPY; parsing vectors from text costs more than the whole rest of a load.
     with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as stream:
         for chunk in stream:
             data += chunk
-    rows = np.frombuffer(memoryview(data)[_HEADER:], dtype=_ROW, count=(len(data) - _HEADER - 2) // _ROW.itemsize)
+    rows = np.frombuffer(
+        memoryview(data)[_HEADER:], dtype=_ROW, count=(len(data) - _HEADER - 2) // _ROW.itemsize
+    )
     attributes = _attributes(items)
     # An item written between the two reads is in one of them only: leave it out; its writer is past the
     # horizon, so the next catch-up reads it as it is then.

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
 from django.utils import timezone
 from pgvector import Vector
 
@@ -189,7 +188,9 @@ def _ranked(chunks, limit: int, now: float, paths: dict[int, PathIndex], since: 
     return read, int(np.count_nonzero(score_ceiling(read.candidates.cosines, git_possible=bool(live)) >= kth))
 
 
-def _hits(project_ids, filters: SearchFilters, ids: list[int], query_vector: np.ndarray) -> dict[int, KnowledgeItem]:
+def _hits(
+    project_ids, filters: SearchFilters, ids: list[int], query_vector: np.ndarray
+) -> dict[int, KnowledgeItem]:
     """The items ``ids`` (a deleted one missing) with their highlights and their best passage's span, read
     in one statement: the span is of the same version of the item as its text."""
     items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
@@ -201,7 +202,7 @@ def _hits(project_ids, filters: SearchFilters, ids: list[int], query_vector: np.
         item.pk: item
         for item in KnowledgeItem.objects.raw(
             f'SELECT hits.*, best.start AS passage_start, best."end" AS passage_end FROM ({sql}) hits'
-            f' LEFT JOIN LATERAL (SELECT p.start, p."end" FROM {Passage._meta.db_table} p"
+            f' LEFT JOIN LATERAL (SELECT p.start, p."end" FROM {Passage._meta.db_table} p'
             " WHERE p.item_id = hits.id ORDER BY p.embedding <#> %s::vector, p.ordinal LIMIT 1) best ON true"
             " WHERE hits.id = ANY(%s)",
             [*params, Vector(query_vector).to_text(), ids],
@@ -213,7 +214,9 @@ def _projects(projects) -> dict[int, Project]:
     """``projects`` (ids, Projects or a QuerySet of them) by id, read once."""
     projects = list(projects)
     ids = [p for p in projects if isinstance(p, int)]
-    return dict(sorted(({p.pk: p for p in projects if not isinstance(p, int)} | Project.objects.in_bulk(ids)).items()))
+    return dict(
+        sorted(({p.pk: p for p in projects if not isinstance(p, int)} | Project.objects.in_bulk(ids)).items())
+    )
 
 
 def search(
@@ -243,8 +246,12 @@ def search(
     for _attempt in range(ATTEMPTS if stream is not None else 0):
         read, scanned = _ranked(stream.chunks(query_vector, limit), limit, now.timestamp(), paths, since)
         rows = [] if read is None else read.best(limit)
-        ranked = [(r, int(read.candidates.ids[r])) for r in rows if min_score is None or read.final[r] >= min_score]
-        items = _hits(project_ids, filters, [item_id for _row, item_id in ranked], query_vector) if ranked else {}
+        ranked = [
+            (r, int(read.candidates.ids[r])) for r in rows if min_score is None or read.final[r] >= min_score
+        ]
+        items = (
+            _hits(project_ids, filters, [item_id for _row, item_id in ranked], query_vector) if ranked else {}
+        )
         missing = [item_id for _row, item_id in ranked if item_id not in items]
         if not missing:
             break
@@ -261,8 +268,15 @@ def search(
                 score=float(read.final[row]),
                 signals=read.signals(row),
                 references=index.status(read.candidates.references[row], since),
-                highlights={n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), filters.texts) for n in HIGHLIGHTED} if filters.texts else {},
-                passage=None if item.passage_start is None else PassageSpan(item, item.passage_start, item.passage_end),
+                highlights={
+                    n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), filters.texts)
+                    for n in HIGHLIGHTED
+                }
+                if filters.texts
+                else {},
+                passage=None
+                if item.passage_start is None
+                else PassageSpan(item, item.passage_start, item.passage_end),
             )
         )
     result = SearchResult(hits, stream.strategy if stream else streams.EXACT, scanned, embed_ms, 0.0)

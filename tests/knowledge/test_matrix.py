@@ -298,10 +298,12 @@ def test_an_item_written_late_by_a_transaction_that_began_early_is_seen_once_it_
             "[" + ",".join(map(str, embeddings.embed_query("We rotate the signing keys every month."))) + "]"
         )
         (late,) = early.execute(
-            """INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
-               embedding, embedding_model, content_hash, created_at, updated_at)
+            """WITH i AS (INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
+               embedding, embedding_model, content_hash, created_at, updated_at, passages_cut)
                VALUES (%s, 'Key rotation', 'We rotate the signing keys every month.', '{}', '{}', false,
-               %s::vector, 'test', 'x', now(), now()) RETURNING id""",
+               %s::vector, 'test', 'x', now(), now(), true) RETURNING id, project_id, embedding, length(content) AS length)
+               INSERT INTO knowledge_passage (item_id, project_id, ordinal, start, "end", embedding)
+               SELECT id, project_id, 0, 0, length, embedding FROM i RETURNING item_id""",
             [cast.project.pk, vector],
         ).fetchone()
         assert late not in {h.item.pk for h in search(projects=[cast.project], query="signing keys").hits}
