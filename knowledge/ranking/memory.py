@@ -28,7 +28,7 @@ from functools import cache
 
 import numpy as np
 import onnxruntime
-from cachetools import LRUCache
+from cachetools import Cache, LRUCache
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef
@@ -185,7 +185,7 @@ class Copy:
         end = self.size + len(items)
         capacity = len(self.columns["items"]) if self.columns else 0
         if end > capacity:  # grow by half: a write costs a copy once in a while
-            capacity = max(end, capacity * 3 // 2, 1024)
+            capacity = max(end, capacity * 3 // 2)
             self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
             self.codes = _grown(self.codes.T, capacity).T.copy()
         rows, c = slice(self.size, end), self.columns
@@ -366,7 +366,7 @@ class Copies:
     def forget(self, project_ids: Sequence[int], items: Sequence[int]) -> None:
         """Retire ``items``, which the database no longer holds (a deletion leaves no stamp)."""
         with self.lock:
-            copies = [c for p in project_ids if (c := self.cache.get(p)) is not None]
+            copies = [Cache.__getitem__(self.cache, p) for p in project_ids if p in self.cache]
         for copy in copies:
             with copy.lock:
                 copy.retire(items)
@@ -374,8 +374,8 @@ class Copies:
 
     def held(self) -> dict[int, int]:
         """project id -> the bytes its copy takes, as the budget counts them."""
-        with self.lock:
-            return {p: c.nbytes for p, c in self.cache.items()}
+        with self.lock:  # Cache's own lookup: LRUCache's would count as a use
+            return {p: Cache.__getitem__(self.cache, p).nbytes for p in list(self.cache)}
 
     def clear(self) -> None:
         with self.lock:
