@@ -21,6 +21,7 @@ item leaves no stamp: the search finds it missing and the stream's ``forget`` re
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -170,6 +171,7 @@ class Copy:
     size: int = 0
     retired: int = 0
     horizon: tuple[int, list[int]] | None = None  # (xmax, in-progress ids) of the last read; None: unread
+    changes: tuple[str, tuple] | None = None  # the compiled catch-up statement (compiling costs more)
     snapshot: Snapshot | None = None
     nbytes: int = 0
 
@@ -252,28 +254,36 @@ _HORIZON = (
 )
 
 
-def _load(cursor, copy: Copy) -> None:
+def _load(cursor, copy: Copy, passages: int) -> None:
+    """Read the project's searchable passages, parsed a megabyte at a time as they stream in, into
+    columns sized for ``passages`` rows: a load holds little more than the copy it makes."""
     cursor.execute(f"SELECT {_HORIZON}")
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
-    passages = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
+    attributes = _attributes(items)
+    copy.columns, copy.rows_of, copy.size, copy.retired = _empty_columns(), {}, 0, 0
+    copy.columns = {name: _grown(column, passages) for name, column in copy.columns.items()}
+    copy.codes = np.empty((DIMENSIONS, passages), np.int8)
+    passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
         "item_id", "ordinal"
     )
-    sql, params = passages.values_list("item_id", "embedding").query.sql_with_params()
-    data = bytearray()
+    sql, params = passages_qs.values_list("item_id", "embedding").query.sql_with_params()
+    pending, skip = bytearray(), _HEADER
     # Raw SQL: a binary COPY; parsing vectors from text costs more than the whole rest of a load.
     with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as stream:
-        for chunk in stream:
-            data += chunk
-    rows = np.frombuffer(
-        memoryview(data)[_HEADER:], dtype=_ROW, count=(len(data) - _HEADER - 2) // _ROW.itemsize
-    )
-    attributes = _attributes(items)
-    # An item written between the two reads is in one of them only: leave it out; its writer is past the
-    # horizon, so the next catch-up reads it as it is then.
-    keep = np.fromiter((i in attributes for i in rows["id"].tolist()), dtype=bool, count=len(rows))
-    copy.columns, copy.codes, copy.rows_of, copy.size, copy.retired = _empty_columns(), copy.codes, {}, 0, 0
-    copy.append(rows["id"][keep].tolist(), rows["vector"][keep].astype(np.float32), attributes)
+        for chunk in itertools.chain(stream, [b""]):
+            pending += chunk
+            if chunk and len(pending) < skip + 2**20:
+                continue
+            count = (len(pending) - skip) // _ROW.itemsize  # whole rows (the 2-byte trailer stays)
+            rows = np.frombuffer(pending, dtype=_ROW, count=count, offset=skip)
+            # An item written after its attributes were read is left out; its writer is past the
+            # horizon, so the next catch-up reads it as it is then.
+            keep = np.fromiter((i in attributes for i in rows["id"].tolist()), dtype=bool, count=count)
+            copy.append(rows["id"][keep].tolist(), rows["vector"][keep].astype(np.float32), attributes)
+            del rows  # a bytearray cannot shrink while an array reads it
+            del pending[: skip + count * _ROW.itemsize]
+            skip = 0
     copy.horizon = (horizon[0], list(horizon[1]))
 
 
@@ -295,8 +305,9 @@ def _changes(project_id: int) -> tuple[str, tuple]:
     )
 
 
-def _catch_up(cursor, copy: Copy, changes: tuple[str, tuple]) -> None:
-    sql, params = changes
+def _catch_up(cursor, copy: Copy) -> None:
+    copy.changes = copy.changes or _changes(copy.project_id)
+    sql, params = copy.changes
     cursor.execute(sql, (*params, *copy.horizon))
     rows = cursor.fetchall()
     field = Passage._meta.get_field("embedding")
@@ -320,9 +331,9 @@ class Copies:
     (``CONTEXTFORGE_MATRIX_MEMORY_MB``, read again whenever it changes)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()  # guards the cache; never held while reading the database
+        self.lock = threading.Lock()  # guards both; never held while reading the database
         self.cache: LRUCache = LRUCache(0)
-        self.changes: dict[int, tuple[str, tuple]] = {}  # compiled catch-up statements
+        self.unread: dict[int, Copy] = {}  # copies being loaded: a search arriving meanwhile waits for it
 
     def budget(self) -> int:
         return settings.CONTEXTFORGE_MATRIX_MEMORY_MB * 2**20
@@ -340,19 +351,24 @@ class Copies:
         how many they hold, reserves room for a load); None when they cannot fit in the budget together."""
         with self.lock:
             cache = self._cache()
-            copies = [cache.get(p) or Copy(p) for p in project_ids]
+            copies = [cache.get(p) or self.unread.setdefault(p, Copy(p)) for p in project_ids]
             unread = [c for c in copies if c.horizon is None]
             if unread and sum(c.nbytes for c in copies) + passages * ROW_BYTES > cache.maxsize:
                 return None
-        with connection.cursor() as cursor:
-            for copy in copies:
-                with copy.lock:
-                    if copy.horizon is None:
-                        _load(cursor, copy)
-                    else:
-                        changes = self.changes.get(copy.project_id) or _changes(copy.project_id)
-                        _catch_up(cursor, copy, self.changes.setdefault(copy.project_id, changes))
-                    copy.publish()
+        try:
+            with connection.cursor() as cursor:
+                for copy in copies:
+                    with copy.lock:
+                        if copy.horizon is None:
+                            _load(cursor, copy, passages)
+                        else:
+                            _catch_up(cursor, copy)
+                        copy.publish()
+        finally:
+            with self.lock:
+                for copy in copies:
+                    if self.unread.get(copy.project_id) is copy:
+                        del self.unread[copy.project_id]
         with self.lock:
             cache = self._cache()
             if sum(c.nbytes for c in copies) > cache.maxsize:
@@ -380,7 +396,7 @@ class Copies:
     def clear(self) -> None:
         with self.lock:
             self.cache.clear()
-            self.changes.clear()
+            self.unread.clear()
 
 
 def _top(values: np.ndarray, count: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from gitsync.selectors import RepositoryState, live_since, repository_files, syn
 from knowledge import embeddings
 from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import KnowledgeItem, Passage
+from knowledge.passages import passage_text
 from knowledge.ranking import streams
 from knowledge.ranking.candidates import Candidates, concat
 from knowledge.ranking.signals import (
@@ -53,8 +54,6 @@ class PassageSpan:
 
     @property
     def text(self) -> str:
-        from knowledge.passages import passage_text
-
         return passage_text(self.item, self.start, self.end)
 
 
@@ -106,10 +105,10 @@ def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
     indexes = {}
     for project_id, project_states in states.items():
         key = tuple(project_states)
-        index = streams.path_index(project_id, key)
+        index = streams.CACHE.path_index(project_id, key)
         if index is None:
             index = PathIndex.of([repository_files(repository_id=state.id) for state in project_states])
-            streams.keep_path_index(project_id, key, index)
+            streams.CACHE.keep_path_index(project_id, key, index)
         indexes[project_id] = index
     return indexes
 
@@ -219,6 +218,29 @@ def _projects(projects) -> dict[int, Project]:
     )
 
 
+def _hit(item: KnowledgeItem, read: _Scored, row: int, index: PathIndex, since: float, texts) -> Hit:
+    highlighted = {n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), texts) for n in HIGHLIGHTED}
+    start, end = item.passage_start, item.passage_end
+    return Hit(
+        item=item,
+        score=float(read.final[row]),
+        signals=read.signals(row),
+        references=index.status(read.candidates.references[row], since),
+        highlights=highlighted if texts else {},
+        passage=None if start is None else PassageSpan(item, start, end),
+    )
+
+
+def _result(hits, strategy, scanned, embed_ms, started, project_ids, filters, count_excluded) -> SearchResult:
+    result = SearchResult(hits, strategy, scanned, embed_ms, took_ms=0.0)
+    if count_excluded:
+        scope = KnowledgeItem.objects.in_projects(project_ids)
+        result.excluded_test_items = scope.embedded().left_out_as_tests(list(filters.tags)).count()
+        result.pending_items = scope.pending().count()
+    result.took_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
 def search(
     *,
     projects,
@@ -236,53 +258,31 @@ def search(
     filters, now = filters or SearchFilters(), now or timezone.now()
     projects = _projects(projects)
     project_ids = tuple(projects)
-    stream = streams.open_stream(project_ids, filters) if project_ids else None
+    if not project_ids:  # a caller who reaches no project (one who left them all) finds nothing
+        return _result([], streams.EXACT, 0, 0.0, started, project_ids, filters, count_excluded)
+    # What needs no query vector comes first: the model sweeps the CPU's caches.
+    stream = streams.open_stream(project_ids, filters)
     paths, since = path_indexes(project_ids), live_since(now).timestamp()
     embed_started = time.perf_counter()
-    if query_vector is None and stream is not None:
-        query_vector = embeddings.embed_query(query)
+    query_vector = embeddings.embed_query(query) if query_vector is None else query_vector
     embed_ms = (time.perf_counter() - embed_started) * 1000
-    read, scanned, ranked, items = None, 0, [], {}
-    for _attempt in range(ATTEMPTS if stream is not None else 0):
+    for _attempt in range(ATTEMPTS):
         read, scanned = _ranked(stream.chunks(query_vector, limit), limit, now.timestamp(), paths, since)
-        rows = [] if read is None else read.best(limit)
+        best = [] if read is None else read.best(limit)
         ranked = [
-            (r, int(read.candidates.ids[r])) for r in rows if min_score is None or read.final[r] >= min_score
+            (r, int(read.candidates.ids[r])) for r in best if min_score is None or read.final[r] >= min_score
         ]
         items = (
-            _hits(project_ids, filters, [item_id for _row, item_id in ranked], query_vector) if ranked else {}
+            _hits(project_ids, filters, [item_id for _r, item_id in ranked], query_vector) if ranked else {}
         )
-        missing = [item_id for _row, item_id in ranked if item_id not in items]
+        missing = [item_id for _r, item_id in ranked if item_id not in items]
         if not missing:
             break
         stream.forget(missing)  # deleted or archived since the stream read them: rank again
     hits = []
     for row, item_id in ranked:
-        if (item := items.get(item_id)) is None:
-            continue
-        item.project = projects[item.project_id]
-        index = paths.get(item.project_id, PathIndex())
-        hits.append(
-            Hit(
-                item=item,
-                score=float(read.final[row]),
-                signals=read.signals(row),
-                references=index.status(read.candidates.references[row], since),
-                highlights={
-                    n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), filters.texts)
-                    for n in HIGHLIGHTED
-                }
-                if filters.texts
-                else {},
-                passage=None
-                if item.passage_start is None
-                else PassageSpan(item, item.passage_start, item.passage_end),
-            )
-        )
-    result = SearchResult(hits, stream.strategy if stream else streams.EXACT, scanned, embed_ms, 0.0)
-    if count_excluded:
-        scope = KnowledgeItem.objects.in_projects(project_ids)
-        result.excluded_test_items = scope.embedded().left_out_as_tests(list(filters.tags)).count()
-        result.pending_items = scope.pending().count()
-    result.took_ms = (time.perf_counter() - started) * 1000
-    return result
+        if (item := items.get(item_id)) is not None:
+            item.project = projects[item.project_id]
+            index = paths.get(item.project_id, PathIndex())
+            hits.append(_hit(item, read, row, index, since, filters.texts))
+    return _result(hits, stream.strategy, scanned, embed_ms, started, project_ids, filters, count_excluded)

@@ -8,6 +8,7 @@ passages (memory.py). ``open_stream`` chooses; the search only reads chunks.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -80,13 +81,36 @@ class Cache:
 
     def __init__(self) -> None:
         self.copies = memory.Copies()
+        self.lock = threading.Lock()  # guards the two below (the copies have their own)
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
 
+    def passages(self, project_ids: tuple[int, ...]) -> int:
+        """How many passages the projects hold, counted at most once a minute: the count only chooses
+        between two exact streams, so a stale one costs time at most."""
+        with self.lock:
+            count = self.sizes.get(project_ids)
+        if count is None:
+            count = Passage.objects.filter(project_id__in=project_ids).count()
+            with self.lock:
+                self.sizes[project_ids] = count
+        return count
+
+    def path_index(self, project_id: int, states: tuple) -> PathIndex | None:
+        """The project's path index as built from repository ``states``, if this process holds it."""
+        with self.lock:
+            held = self.paths.get(project_id)
+        return held[1] if held is not None and held[0] == states else None
+
+    def keep_path_index(self, project_id: int, states: tuple, index: PathIndex) -> None:
+        with self.lock:
+            self.paths[project_id] = (states, index)
+
     def clear(self) -> None:
         self.copies.clear()
-        self.sizes.clear()
-        self.paths.clear()
+        with self.lock:
+            self.sizes.clear()
+            self.paths.clear()
 
 
 CACHE = Cache()
@@ -97,9 +121,7 @@ def open_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> Stream:
     when the projects' copies fit in the budget."""
     if filters.tags:
         return PostgresStream(project_ids, filters, EXACT)  # PostgreSQL reads only the tagged rows
-    passages = CACHE.sizes.get(project_ids)
-    if passages is None:  # it only chooses between two exact streams: a stale count costs time at most
-        passages = CACHE.sizes[project_ids] = Passage.objects.filter(project_id__in=project_ids).count()
+    passages = CACHE.passages(project_ids)
     if passages <= settings.CONTEXTFORGE_EXACT_SCAN_MAX:
         return PostgresStream(project_ids, filters, EXACT)
     snapshots = CACHE.copies.snapshots(project_ids, passages) if CACHE.copies.fits(passages) else None
@@ -195,13 +217,3 @@ class MemoryStream:
         CACHE.copies.forget(self.project_ids, items)
         gone = np.array(items, dtype=np.int64)
         self.snapshots = [replace(s, live=s.live & ~np.isin(s.items, gone)) for s in self.snapshots]
-
-
-def path_index(project_id: int, states: tuple) -> PathIndex | None:
-    """The project's path index as built from ``states``, if this process holds it."""
-    held = CACHE.paths.get(project_id)
-    return held[1] if held is not None and held[0] == states else None
-
-
-def keep_path_index(project_id: int, states: tuple, index: PathIndex) -> None:
-    CACHE.paths[project_id] = (states, index)
