@@ -334,6 +334,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "knowledge.tasks.embed_pending_items",
         "schedule": timedelta(minutes=CONTEXTFORGE_PENDING_EMBED_MINUTES),
     },
+    # Until the items that existed before passages are cut into them (knowledge.tasks.cut_passages).
+    "cut-passages": {
+        "task": "knowledge.tasks.cut_passages",
+        "schedule": timedelta(minutes=2),
+    },
     "sync-repositories": {
         "task": "gitsync.tasks.sync_all_repositories",
         "schedule": timedelta(minutes=CONTEXTFORGE_GIT_SYNC_MINUTES),

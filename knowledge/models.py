@@ -115,7 +115,8 @@ class KnowledgeItem(models.Model):
     # False while the item's passages are still those the passage migration gave it (one passage, its
     # old whole-text vector) and the background re-cut (knowledge.tasks.cut_passages) has not cut it
     # yet; every write that embeds an item cuts it, so new and edited items are True.
-    passages_cut = models.BooleanField(default=True, editable=False)
+    # (A database default too, for rows written by a raw COPY or INSERT: bench/, say.)
+    passages_cut = models.BooleanField(default=True, db_default=True, editable=False)
     # What a keyword filter matches (knowledge/keywords.py), kept by PostgreSQL itself on every write.
     search_vector = models.GeneratedField(
         expression=keywords.document(), output_field=SearchVectorField(), db_persist=True, editable=False

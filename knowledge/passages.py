@@ -141,21 +141,25 @@ def cut(title: str, content: str) -> list[tuple[int, int]]:
     kinds = _strengths(content, starts, ends, costs, budget)
     count = len(words)
     spans: list[tuple[int, int]] = []
-    first = 0
+    first = previous = 0
     while True:
         if len(spans) == MAX_PASSAGES - 1 or prefix[count] - prefix[first] <= budget:
             spans.append((starts[first] if spans else 0, len(content)))
             return spans
-        end = _window_end(first, count, prefix, kinds, budget)
+        end = _window_end(first, previous, count, prefix, kinds, budget)
+        if end is None:  # the overlap leaves no room to get further (a code block follows): drop it
+            first = previous
+            continue
         spans.append((starts[first] if spans else 0, starts[end]))
-        first = _next_start(first, end, prefix, kinds)
+        previous, first = end, _next_start(first, end, prefix, kinds)
 
 
-def _window_end(first: int, count: int, prefix: list[int], kinds: list[int], budget: int) -> int:
-    """The word before which the window starting at word ``first`` ends."""
+def _window_end(first: int, previous: int, count: int, prefix: list[int], kinds: list[int], budget: int):
+    """The word before which the window starting at word ``first`` ends, past the end of the window
+    before it (word ``previous``); None if there is no such place."""
     best, best_kind, early = None, FORBIDDEN, None
     low = budget // 3
-    for end in range(first + 1, count):
+    for end in range(max(first, previous) + 1, count):
         size = prefix[end] - prefix[first]
         if size > budget:
             break
@@ -166,7 +170,9 @@ def _window_end(first: int, count: int, prefix: list[int], kinds: list[int], bud
             early = end
         elif kind >= best_kind:
             best, best_kind = end, kind
-    return best or early or first + 1
+    if best or early:
+        return best or early
+    return first + 1 if first >= previous else None
 
 
 def _next_start(first: int, end: int, prefix: list[int], kinds: list[int]) -> int:

@@ -59,7 +59,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="knowledgeitem",
             name="passages_cut",
-            field=models.BooleanField(default=True, editable=False),
+            field=models.BooleanField(default=True, db_default=True, editable=False),
         ),
         migrations.AddIndex(
             model_name="knowledgeitem",
