@@ -332,9 +332,7 @@ def print_result(r: dict) -> None:
             f"{keyword['filtered_api_p50_ms']:.1f} ms vs {keyword['api_p50_ms']:.1f} ms = "
             f"{keyword['api_filtered_over_plain']:.2f}x; ranking service given the query vector "
             f"{keyword['filtered_service_p50_ms']:.1f} ms vs {keyword['service_p50_ms']:.1f} ms = "
-            f"{keyword['filtered_over_plain']:.2f}x; with no broad filter's matches learned (as at its "
-            f"first use, or its first after a write) {keyword['unlearned_filtered_service_p50_ms']:.1f} ms = "
-            f"{keyword['unlearned_filtered_over_plain']:.2f}x"
+            f"{keyword['filtered_over_plain']:.2f}x"
         )
         print(
             f"  identifier-only hit@10     {keyword['hit_at_10_with_inline']:.2f} with inline syntax, "

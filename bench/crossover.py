@@ -50,7 +50,7 @@ def main(argv=None) -> dict:
     from accounts.models import Project
     from bench import data
     from knowledge import embeddings
-    from knowledge.ranking import forget_caches, matrix, search
+    from knowledge.ranking import forget_caches, search
 
     user, _ = accounts.user_ensure(username="bench")
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -75,7 +75,6 @@ def main(argv=None) -> dict:
 
     for size in sizes:  # the copies loaded, and every statement compiled, before any timing
         one("matrix", size, vectors[0])
-        matrix.wait_for_loads()
         for stream in STREAMS:
             for vector in vectors[:3]:
                 _ms, _cpu, strategy = one(stream, size, vector)

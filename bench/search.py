@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import importlib
 import itertools
 import json
-import math
 import os
 import socket
 import statistics
@@ -185,6 +183,9 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
     """The ranking service's p50 (given the query vector) with a keyword filter and without, interleaved
     in one run; and hit@10 of items that only an identifier ties to their query, with the inline syntax
     and without it."""
+    from django.db import connection
+
+    from bench import data
     from knowledge import selectors, services
     from knowledge.query_syntax import understand
     from knowledge.ranking import SearchFilters, search
@@ -193,15 +194,6 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         filters = SearchFilters(texts=(text,)) if text else None
         search(projects=[project], query=q, query_vector=vectors[q], filters=filters)
 
-    # First with no broad filter's matches learned (as at its first use, or its first after a write:
-    # chunks checked in PostgreSQL); a narrow filter's few ids are still kept from its first search. Then
-    # as the service runs, learning included.
-    ranking = importlib.import_module("knowledge.ranking.search")
-    learn_after, ranking.LEARN_AFTER_STATEMENTS = ranking.LEARN_AFTER_STATEMENTS, math.inf
-    try:
-        checked_plain_p50, checked_p50 = with_and_without_filter(ranked, queries)
-    finally:
-        ranking.LEARN_AFTER_STATEMENTS = learn_after
     plain_p50, filtered_p50 = with_and_without_filter(ranked, queries)
     targets = {
         identifier: services.item_create(
@@ -212,6 +204,8 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         ).pk
         for identifier in IDENTIFIERS
     }
+    with connection.cursor() as cursor:
+        data.give_passages(cursor)  # as after the foodbank import
     plain_hits, inline_hits = 0, 0
     for n, (identifier, target) in enumerate(targets.items()):
         raw = f"{queries[n % len(queries)]} {identifier}"
@@ -225,8 +219,6 @@ def keyword_figures(project, queries: list[str], vectors: dict) -> dict:
         "service_p50_ms": plain_p50,
         "filtered_service_p50_ms": filtered_p50,
         "filtered_over_plain": filtered_p50 / plain_p50,
-        "unlearned_filtered_service_p50_ms": checked_p50,
-        "unlearned_filtered_over_plain": checked_p50 / checked_plain_p50,
         "identifier_queries": len(targets),
         "hit_at_10_without_inline": plain_hits / len(targets),
         "hit_at_10_with_inline": inline_hits / len(targets),
@@ -320,7 +312,7 @@ def main(argv=None) -> dict:
             cursor.execute("DROP INDEX IF EXISTS item_embedding_hnsw")
             with cursor.cursor.copy(
                 'COPY knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,'
-                " embedding, embedding_model, content_hash, created_at, updated_at) FROM STDIN"
+                " embedding, embedding_model, content_hash, created_at, updated_at, passages_cut) FROM STDIN"
             ) as copy:
                 for n, (vector, source) in enumerate(zip(vectors, sources, strict=True)):
                     title, content, tags, refs, proposal, _e, _c = real[source]
@@ -338,6 +330,7 @@ def main(argv=None) -> dict:
                             f"bench-{n}",
                             stamp,
                             stamp,
+                            True,
                         )
                     )
             result["copy_s"] = time.perf_counter() - started
@@ -347,6 +340,7 @@ def main(argv=None) -> dict:
                 "CREATE INDEX item_embedding_hnsw ON knowledge_knowledgeitem USING hnsw (embedding vector_cosine_ops)"
                 " WITH (m = 16, ef_construction = 64)"
             )
+            data.give_passages(cursor)
             cursor.execute("ANALYZE knowledge_knowledgeitem")
             result["index_build_s"] = time.perf_counter() - started
 
@@ -355,6 +349,8 @@ def main(argv=None) -> dict:
         records=enumerate(foodbank.records(), 1), default_project=project, projects_by_slug={}
     )
     assert report.created == len(foodbank.NOTES), report
+    with connection.cursor() as cursor:
+        data.give_passages(cursor)  # items imported before the write path cut passages (harmless after)
     second = [q for q, _key in foodbank.QUESTIONS]
 
     queries = data.QUERIES

@@ -66,6 +66,7 @@ def load(projects: dict, sizes: dict[str, int], user, seed_count: int) -> None:
             if extra > 0:
                 vectors, sources = data.perturbed(base, extra, SIGMA, seed=100 + n)
                 data.copy_items(cursor, project.pk, seeds, vectors, sources, seed=100 + n)
+        data.give_passages(cursor)
         cursor.execute("ANALYZE knowledge_knowledgeitem")
 
 
@@ -94,7 +95,7 @@ def main(argv=None) -> dict:
     from bench import data
     from knowledge import embeddings
     from knowledge.models import KnowledgeItem
-    from knowledge.ranking import matrix, search
+    from knowledge.ranking import CACHE, search
 
     exact_max = settings.CONTEXTFORGE_EXACT_SCAN_MAX
     result: dict = {
@@ -187,7 +188,6 @@ def main(argv=None) -> dict:
     # The same choice of stream in this process, with the same budget: how often a copy was loaded or
     # evicted over one search of every project in random order, and what each class gets in a second
     # such round once the first round's loads are done (in the first, every copy is still loading).
-    matrix.stats.clear()
     vectors = {q: embeddings.embed_query(q) for q in queries}
     order = list(sizes)
     random.Random(9).shuffle(order)
@@ -203,8 +203,7 @@ def main(argv=None) -> dict:
         return strategies
 
     result["first_round_strategies"] = one_round()
-    result["in_process"] = {**matrix.stats, "held_mb": sum(matrix.held().values()) / 2**20}
-    matrix.wait_for_loads()
+    result["in_process"] = {"held_mb": sum(CACHE.copies.held().values()) / 2**20}
     result["strategies"] = one_round()
 
     budget = settings.CONTEXTFORGE_MATRIX_MEMORY_MB

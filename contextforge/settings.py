@@ -306,16 +306,16 @@ CONTEXTFORGE_IMPORT_MAX_FILES = env_int("CONTEXTFORGE_IMPORT_MAX_FILES", 10_000,
 CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB", 50, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
-# process (knowledge/ranking/matrix.py). The copy is faster at every size, but below this the scan costs
+# process (knowledge/ranking/memory.py). The copy is faster at every size, but below this the scan costs
 # a search only a few milliseconds more, so the memory budget is left to the projects where the scan is
 # slow (bench/crossover.py).
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 5_000, minimum=0)
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).
 CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, minimum=0)
-# A copy not in memory yet is loaded by a thread of its own while PostgreSQL ranks its searches; off,
-# the search that finds it absent loads it and waits.
-CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = env_bool("CONTEXTFORGE_MATRIX_BACKGROUND_LOAD", True)
+# Copies of at least this many passages (together) are screened by their int8 copy before the exact
+# float32 product; smaller ones by the float32 product alone, which costs less below it.
+CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS = env_int("CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS", 8_000, minimum=0)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)
@@ -333,6 +333,11 @@ CELERY_BEAT_SCHEDULE = {
     "embed-pending-items": {
         "task": "knowledge.tasks.embed_pending_items",
         "schedule": timedelta(minutes=CONTEXTFORGE_PENDING_EMBED_MINUTES),
+    },
+    # Until the items that existed before passages are cut into them (knowledge.tasks.cut_passages).
+    "cut-passages": {
+        "task": "knowledge.tasks.cut_passages",
+        "schedule": timedelta(minutes=2),
     },
     "sync-repositories": {
         "task": "gitsync.tasks.sync_all_repositories",

@@ -112,6 +112,11 @@ class KnowledgeItem(models.Model):
     # Set when the item went to the trash: out of every list, search and export, kept unchanged
     # otherwise (embedding included) so that restoring it brings it back as it was.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # False while the item's passages are still those the passage migration gave it (one passage, its
+    # old whole-text vector) and the background re-cut (knowledge.tasks.cut_passages) has not cut it
+    # yet; every write that embeds an item cuts it, so new and edited items are True.
+    # (A database default too, for rows written by a raw COPY or INSERT: bench/, say.)
+    passages_cut = models.BooleanField(default=True, db_default=True, editable=False)
     # What a keyword filter matches (knowledge/keywords.py), kept by PostgreSQL itself on every write.
     search_vector = models.GeneratedField(
         expression=keywords.document(), output_field=SearchVectorField(), db_persist=True, editable=False
@@ -128,6 +133,8 @@ class KnowledgeItem(models.Model):
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
             models.Index(name="item_project_version", fields=["project", "version"]),
+            # What the background re-cut looks for; empty once it is done.
+            models.Index(name="item_passages_uncut", fields=["id"], condition=Q(passages_cut=False)),
         ]
 
     def __str__(self) -> str:
@@ -146,6 +153,33 @@ class KnowledgeItem(models.Model):
 
 def embedded_text(title: str, content: str) -> str:
     return f"{title}\n{content}"
+
+
+class Passage(models.Model):
+    """One window of an item's content, embedded with the item's title (knowledge/passages.py cuts them).
+
+    An embedded item has one or more passages, all of the same model, and its ``embedding`` is always
+    passage 0's vector; a pending item has none. Passages are written only in the transaction that
+    writes their item's row (whose ``version`` then tells in-memory copies the item changed), replaced
+    whole whenever the item is embedded again, and never versioned: history re-embeds.
+    """
+
+    # The unique (item, ordinal) and the (project, item) index serve both foreign keys.
+    item = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="passages", db_index=False)
+    # The item's project, copied: what the exact scan of a project's passages filters on.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    ordinal = models.PositiveIntegerField()  # 0 = the first passage
+    # Character offsets into item.content; the passage embeds embedded_text(item.title, content[start:end]).
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "ordinal"], name="passage_item_ordinal")]
+        indexes = [models.Index(name="passage_project_item", fields=["project", "item"])]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}#{self.ordinal} [{self.start}:{self.end}]"
 
 
 class Action(models.TextChoices):

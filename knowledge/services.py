@@ -23,7 +23,7 @@ from accounts.models import Project
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import text_error
-from knowledge import embeddings, importers, selectors
+from knowledge import embeddings, importers, passages, selectors
 from knowledge.importers import Record
 from knowledge.models import (
     Action,
@@ -31,6 +31,7 @@ from knowledge.models import (
     ItemSource,
     ItemVersion,
     KnowledgeItem,
+    Passage,
     Snapshot,
     embedded_text,
     normalize_tag,
@@ -134,21 +135,54 @@ def _derive(item: KnowledgeItem) -> None:
     item.content_hash = content_hash(item.title, item.content)
 
 
-def _embed_into(items: list[KnowledgeItem]) -> bool:
-    """Fill in the embeddings of ``items``; on failure leave them pending and say so."""
+def _embed_into(items: list[KnowledgeItem]) -> list[Passage] | None:
+    """Cut ``items`` into passages and embed them all in one call to the model; fill in each item's
+    embedding (its passage 0's vector) and return the passages, for ``_save_passages`` to write with
+    the items. On failure leave the items pending and return None: an item is embedded whole or not."""
+    spans = [passages.cut(item.title, item.content) for item in items]
+    texts = [
+        embedded_text(item.title, item.content[start:end])
+        for item, cut in zip(items, spans, strict=True)
+        for start, end in cut
+    ]
     try:
-        vectors = embeddings.embed_texts([item.embedded_text for item in items])
+        vectors = embeddings.embed_texts(texts)
     except embeddings.EmbeddingUnavailable as exc:
         logger.warning("saving %d item(s) as pending: %s", len(items), exc)
         for item in items:
             item.embedding = None
             item.embedding_model = ""
-        return False
+        return None
     model = embeddings.model_name()
-    for item, vector in zip(items, vectors, strict=True):
-        item.embedding = vector
+    written: list[Passage] = []
+    for item, cut in zip(items, spans, strict=True):
+        first = len(written)
+        item.embedding = vectors[first]
         item.embedding_model = model
-    return True
+        item.passages_cut = True
+        written += [
+            Passage(
+                item=item, project_id=item.project_id, ordinal=ordinal, start=start, end=end, embedding=vector
+            )
+            for ordinal, ((start, end), vector) in enumerate(
+                zip(cut, vectors[first : first + len(cut)], strict=True)
+            )
+        ]
+    return written
+
+
+def _save_passages(items: list[KnowledgeItem], written: list[Passage] | None) -> None:
+    """Make ``written`` the passages of ``items`` (none if None: pending), in the transaction that has
+    just written the items' rows. One binary COPY, like an import's items."""
+    Passage.objects.filter(item_id__in=[item.pk for item in items]).delete()
+    if written:
+        with connection.cursor() as cursor:
+            _copy_rows(
+                cursor,
+                Passage._meta.db_table,
+                ["item_id", "project_id", "ordinal", "start", "end", "embedding"],
+                ([p.item.pk, p.project_id, p.ordinal, p.start, p.end, p.embedding] for p in written),
+            )
 
 
 def _queue_embedding(item_ids: list[int]) -> None:
@@ -183,10 +217,11 @@ def item_create(
         updated_at=now,
     )
     _derive(item)
-    embedded = _embed_into([item])
+    written = _embed_into([item])
     with transaction.atomic(), history_context(action=Action.CREATE):
         item.save()
-        if not embedded:
+        _save_passages([item], written)
+        if written is None:
             _queue_embedding([item.pk])
     return item
 
@@ -224,7 +259,7 @@ def item_update(
         if text_changed:
             _derive(current)
             current.updated_at = timezone.now()
-            embedded = _embed_into([current])
+            written = _embed_into([current])
             fields += [
                 "references",
                 "is_proposal",
@@ -232,10 +267,13 @@ def item_update(
                 "updated_at",
                 "embedding",
                 "embedding_model",
+                "passages_cut",
             ]
-            if not embedded:
+            if written is None:
                 _queue_embedding([current.pk])
         current.save(update_fields=fields)
+        if text_changed:
+            _save_passages([current], written)
     return current
 
 
@@ -295,12 +333,40 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
         items = list(
             KnowledgeItem.objects.select_for_update(skip_locked=True).filter(pk__in=list(item_ids)).pending()
         )
-        if items and _embed_into(items):
-            KnowledgeItem.objects.bulk_update(items, ["embedding", "embedding_model"])
+        written = _embed_into(items) if items else None
+        if written is not None:
+            KnowledgeItem.objects.bulk_update(items, ["embedding", "embedding_model", "passages_cut"])
+            _save_passages(items, written)
             done = len(items)
         elif items:
             raise embeddings.EmbeddingUnavailable(f"{len(items)} item(s) still pending")
     return done
+
+
+def items_cut_passages(*, batch: int = 32) -> int:
+    """Cut into passages up to ``batch`` of the items that the passage migration gave one passage
+    each (their old whole-text vector); how many it did. An item that fits one window keeps that
+    passage, which is already its cut; a longer one is embedded again, passages and all. If the model
+    is unavailable, the items stay as they are (searchable by their old vector) for the next run."""
+    with transaction.atomic():
+        items = list(
+            KnowledgeItem.objects.select_for_update(skip_locked=True)
+            .filter(passages_cut=False)
+            .embedded()
+            .order_by("id")
+            .defer("embedding", "search_vector")[:batch]
+        )
+        long = [item for item in items if len(passages.cut(item.title, item.content)) > 1]
+        written = _embed_into(long) if long else []
+        if written is None:
+            return 0
+        if long:
+            KnowledgeItem.objects.bulk_update(long, ["embedding", "embedding_model", "passages_cut"])
+            _save_passages(long, written)
+        cut = {item.pk for item in long}
+        short = [item.pk for item in items if item.pk not in cut]
+        KnowledgeItem.objects.filter(pk__in=short).update(passages_cut=True)
+    return len(items)
 
 
 # ----- snapshots ---------------------------------------------------------------------------------
@@ -650,14 +716,15 @@ class _ImportPlan:
         )
 
     def _write(self, batch, fresh: list[tuple[Record, KnowledgeItem]], embedding: Future) -> None:
-        embedded = embedding.result()  # the vectors are in the items only once the model is done with them
+        written = embedding.result()  # the vectors are in the items only once the model is done with them
         items = [item for _r, item in fresh]
         with transaction.atomic():
             _copy_items(items)
+            _save_passages(items, written)
             if self.format:
                 keyed = [self._source(r, i) for r, i in fresh if r.key]
                 ItemSource.objects.bulk_create(keyed)
-            if not embedded:
+            if written is None:
                 self.report.pending += len(items)
                 _queue_embedding([item.pk for item in items])
         for record, item in fresh:
@@ -749,22 +816,30 @@ def _copy_items(items: list[KnowledgeItem]) -> None:
             [meta.db_table, len(items)],
         )
         ids = [pk for (pk,) in cursor.fetchall()]
-        cursor.execute(
-            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attname = ANY(%s)",
-            [meta.db_table, columns],
-        )
-        types = dict(cursor.fetchall())
         carry_context(cursor)  # the COPY's rows are versions too: who imported them, and how
-        raw = cursor.cursor
-        register_vector_info(raw, TypeInfo.fetch(raw.connection, "vector"))  # numpy rows, sent as binary
-        quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
-        with raw.copy(f"COPY {meta.db_table} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types([types[column] for column in columns])
-            for pk, item in zip(ids, items, strict=True):
-                copy.write_row([pk, *(getattr(item, f.attname) for f in fields)])
+        rows = (
+            [pk, *(getattr(item, f.attname) for f in fields)] for pk, item in zip(ids, items, strict=True)
+        )
+        _copy_rows(cursor, meta.db_table, columns, rows)
     for pk, item in zip(ids, items, strict=True):
         item.pk = pk
         item._state.adding, item._state.db = False, connection.alias
+
+
+def _copy_rows(cursor, table: str, columns: list[str], rows: Iterable[list]) -> None:
+    """Insert ``rows`` (values of ``columns``, vectors as numpy arrays) into ``table`` with one binary COPY."""
+    cursor.execute(
+        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attname = ANY(%s)",
+        [table, columns],
+    )
+    types = dict(cursor.fetchall())
+    raw = cursor.cursor
+    register_vector_info(raw, TypeInfo.fetch(raw.connection, "vector"))  # numpy rows, sent as binary
+    quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
+    with raw.copy(f"COPY {table} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([types[column] for column in columns])
+        for row in rows:
+            copy.write_row(row)
 
 
 # ----- import jobs and uploads ------------------------------------------------------------------

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 from celery import shared_task
 
 from knowledge import embeddings, services
@@ -36,3 +38,18 @@ def run_import(job_id: int) -> str:
     if job is None:  # its project was deleted while it waited
         return "gone"
     return services.import_job_run(job=job).status
+
+
+@shared_task
+def cut_passages(batch: int = 64, seconds: float = 60) -> int:
+    """Cut into passages the items that the passage migration (knowledge/migrations/0016) left with
+    one passage each. Run by beat until none is left: small batches, each its own transaction, for
+    about ``seconds`` a run. Beat rather than a task queued once after migrating: a lost task, a
+    broker down or a worker restarted only delays the next run, like the sweep of pending items."""
+    done = 0
+    deadline = time.monotonic() + seconds
+    while True:
+        count = services.items_cut_passages(batch=batch)
+        done += count
+        if count < batch or time.monotonic() > deadline:
+            return done

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import socket
 import subprocess
 import threading
@@ -40,12 +39,10 @@ def _model_loaded_once(embedder):
 
 
 @pytest.fixture(autouse=True)
-def _copies_screened_by_their_int8_copy(monkeypatch):
+def _copies_screened_by_their_int8_copy(settings):
     """Every in-memory search ranks through the int8 screen and its exact rescoring, as at 100,000 items
-    (tests/knowledge/test_matrix_screen.py tests the float32 product of small copies)."""
-    from knowledge.ranking import matrix
-
-    monkeypatch.setattr(matrix, "SCREEN_MIN_ROWS", 0)
+    (tests/knowledge/test_memory_stream.py tests the float32 product of small copies)."""
+    settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS = 0
 
 
 @pytest.fixture(scope="session")
@@ -86,14 +83,6 @@ def data_dir(tmp_path, settings) -> Path:
     (path / "models").symlink_to(Path(settings.DATA_DIR) / "models", target_is_directory=True)
     settings.DATA_DIR = path
     return path
-
-
-@pytest.fixture(autouse=True)
-def _copies_load_in_the_search(settings):
-    """A search that finds a project's copy absent loads it itself: tests see the stream they set up at
-    once, and a loader thread never reads a database that a test's transaction hides from it
-    (tests/knowledge/test_matrix.py tests the background loader)."""
-    settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = False
 
 
 @dataclass
@@ -148,20 +137,12 @@ def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
 
 
 @pytest.fixture(params=["exact", "matrix"])
-def stream(request, settings, monkeypatch):
-    """Each ranking stream in turn: PostgreSQL's exact scan, and the in-memory matrix for large projects."""
-    from knowledge.ranking import forget_caches, matrix
+def stream(request, settings):
+    """Each ranking stream in turn: PostgreSQL's exact scan, and the in-memory copy for large projects."""
+    from knowledge.ranking import forget_caches
 
-    search_module = importlib.import_module("knowledge.ranking.search")
-    if request.param == "exact":
-        # A first statement of few rows (four times the limit): the rest is read again from the top
-        # through the cursor.
-        monkeypatch.setattr(search_module, "FIRST_EXACT_ROWS", 3)
     if request.param == "matrix":
         settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0  # every project counts as large
-        # Chunks of a few candidates: whether the next chunk is read rests on the stream's
-        # bound, as it does at 100,000 items, not on a small project fitting in the first chunk.
-        monkeypatch.setattr(matrix, "FIRST_CHUNK", 3)
     forget_caches()
     yield request.param
     forget_caches()

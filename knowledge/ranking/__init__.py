@@ -1,5 +1,6 @@
 from knowledge.ranking.search import (
     Hit,
+    PassageSpan,
     SearchFilters,
     SearchResult,
     forget_caches,
@@ -7,9 +8,15 @@ from knowledge.ranking.search import (
     reference_status,
     search,
 )
+from knowledge.ranking.streams import CACHE, EXACT, EXACT_OVER_BUDGET, MATRIX
 
 __all__ = [
+    "CACHE",
+    "EXACT",
+    "EXACT_OVER_BUDGET",
+    "MATRIX",
     "Hit",
+    "PassageSpan",
     "SearchFilters",
     "SearchResult",
     "forget_caches",

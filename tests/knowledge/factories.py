@@ -22,4 +22,34 @@ def make_item(
             updated_at=updated_at or item.updated_at, created_at=created_at or updated_at or item.created_at
         )
         item.refresh_from_db()
+    give_passages([item])
     return item
+
+
+def give_passages(items, vectors_of=None, *, again: bool = False) -> None:
+    """Passages for embedded ``items`` that have none (as the passages migration gives them: one, the whole
+    content, the item's vector); with ``vectors_of(item)``, the list of vectors of its passages, which cut
+    the content in that many equal spans; ``again``, after an edit. Written with the item row, so in-memory copies see the change."""
+    from django.db import transaction
+
+    from knowledge.models import Passage
+
+    for item in items:
+        if item.embedding is None or (vectors_of is None and not again and item.passages.exists()):
+            continue
+        vectors = [item.embedding] if vectors_of is None else vectors_of(item)
+        step = len(item.content) // len(vectors)
+        with transaction.atomic():
+            KnowledgeItem.objects.filter(pk=item.pk).update(embedding=vectors[0])
+            Passage.objects.filter(item=item).delete()
+            Passage.objects.bulk_create(
+                Passage(
+                    item=item,
+                    project_id=item.project_id,
+                    ordinal=n,
+                    start=n * step,
+                    end=len(item.content) if n == len(vectors) - 1 else (n + 1) * step,
+                    embedding=vector,
+                )
+                for n, vector in enumerate(vectors)
+            )

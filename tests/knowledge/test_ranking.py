@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from knowledge import embeddings, services
-from knowledge.models import KnowledgeItem
-from knowledge.ranking import SearchFilters, forget_caches, matrix, search
-from tests.knowledge.factories import make_item
+from knowledge.models import KnowledgeItem, Passage
+from knowledge.ranking import SearchFilters, forget_caches, search
+from tests.knowledge.factories import give_passages, make_item
 
 pytestmark = pytest.mark.django_db
 
@@ -44,24 +42,54 @@ FORMS = [
 PATHS = ["src/lib/auth.ts", "app/models.py", "deploy/helm/values.yaml", "README.md", "billing/api.go"]
 
 
+def best_passages(project, query: str) -> dict[int, tuple[float, int, int]]:
+    """Each embedded item's best passage: its cosine with ``query``, its start and its end."""
+    q = embeddings.embed_query(query).astype(np.float64)
+    best: dict[int, tuple[float, int, int]] = {}
+    for item_id, vector, start, end in Passage.objects.filter(project=project).values_list(
+        "item_id", "embedding", "start", "end"
+    ):
+        cos = float(np.dot(np.asarray(vector, dtype=np.float64), q))
+        if item_id not in best or cos > best[item_id][0]:
+            best[item_id] = (cos, start, end)
+    return best
+
+
 def brute_force(project, query: str, limit: int, now, tags=(), text: str = "") -> list[tuple[int, float]]:
-    """Every visible item scored with the spec's formula written out here, independently of the service;
-    with ``text``, every item that matches the keyword query (which items match is test_keywords.py's)."""
-    q = embeddings.embed_query(query)
+    """Every visible item scored with the spec's formula written out here, independently of the service,
+    its cosine its best passage's; with ``text``, every item that matches the keyword query (which items
+    match is test_keywords.py's)."""
     rows = KnowledgeItem.objects.filter(project=project, embedding__isnull=False)
     rows = rows.matching([text]) if text else rows
     rows = rows.filter(tags__overlap=list(tags)) if tags else rows
     rows = rows if "test" in tags else rows.exclude(tags__contains=["test"])
+    best = best_passages(project, query)
     scored = []
     for item in rows:
-        cos = float(np.dot(np.asarray(item.embedding, dtype=np.float64), q.astype(np.float64)))
+        cos = best[item.pk][0]
         age_days = max(0.0, (now - (item.updated_at or item.created_at)).total_seconds() / 86400)
         recency = 0.5 ** (age_days / 60)
         git = 0.0  # no repository connected in this project
         penalty = 0.7 if item.is_proposal else 1.0
-        scored.append((item.pk, min(1.0, (cos + cos * 0.15 * recency + cos * 0.20 * git) * penalty)))
-    scored.sort(key=lambda pair: pair[1], reverse=True)
-    return scored[:limit]
+        scored.append((item.pk, min(1.0, (cos + cos * 0.15 * recency + cos * 0.20 * git) * penalty), cos))
+    scored.sort(key=lambda row: (-row[1], -row[2], row[0]))  # ties as the service breaks them
+    return [(pk, score) for pk, score, _cos in scored[:limit]]
+
+
+def several_passages(project, every: int = 3) -> None:
+    """Every ``every``-th item of ``project`` gets three passages: its own vector and those of two other
+    items, so that its best passage is often not its first."""
+    items = list(KnowledgeItem.objects.filter(project=project).order_by("pk"))
+    give_passages(items)
+    vectors = [item.embedding for item in items]
+    give_passages(
+        items[::every],
+        lambda item: [
+            item.embedding,
+            vectors[(item.pk * 7) % len(vectors)],
+            vectors[(item.pk * 13) % len(vectors)],
+        ],
+    )
 
 
 @pytest.fixture
@@ -90,6 +118,7 @@ def memory_of_many_ages(cast, remembered_embeddings):
     with remembered_embeddings():
         report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
     assert report.created == 240 and report.failed == 0
+    several_passages(cast.project)
     return cast
 
 
@@ -111,6 +140,16 @@ def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_age
         expected = brute_force(memory_of_many_ages.project, query, limit, now)
         assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
         assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    best = best_passages(memory_of_many_ages.project, query)
+    found = search(projects=[memory_of_many_ages.project], query=query, limit=25)
+    assert found.strategy == stream
+    assert [(h.passage.start, h.passage.end) for h in found.hits] == [best[h.item.pk][1:] for h in found.hits]
+    assert {h.passage.start for h in found.hits} != {0}  # some best passages are not the first
+    assert [h.signals.cosine for h in found.hits] == pytest.approx(
+        [best[h.item.pk][0] for h in found.hits], abs=1e-5
+    )
+    hit = found.hits[0]
+    assert hit.passage.text == hit.item.content[hit.passage.start : hit.passage.end]
 
 
 @pytest.mark.parametrize(
@@ -140,65 +179,6 @@ def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_mat
     assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
 
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy cut", "many: chunks checked"])
-@pytest.mark.parametrize(
-    ("query", "text", "several_chunks"),
-    [
-        ("redis caching decision", "-TODO", False),  # most items match: the first chunk holds the top k
-        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go", True),
-    ],
-)
-def test_the_in_memory_stream_with_a_keyword_filter_equals_brute_force_whether_it_masks_the_copy_or_checks_chunks(
-    memory_of_many_ages, query, text, several_chunks, masked_max, monkeypatch, settings
-):
-    search_module = importlib.import_module("knowledge.ranking.search")
-    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    # Small chunks: a search may check several, each in the statement that reads its best matches.
-    monkeypatch.setattr(matrix, "FIRST_CHUNK", 64)
-    monkeypatch.setattr(search_module, "MASKED_MAX", masked_max)
-    monkeypatch.setattr(search_module, "LEARN_AFTER_STATEMENTS", 10**9)  # test_matrix.py learns them
-    forget_caches()
-    project, now = memory_of_many_ages.project, timezone.now()
-    chunks_checked = []  # per search: the statements that checked a chunk
-    for limit in (1, 10, 25):
-        with CaptureQueriesContext(connection) as queries:
-            result = search(
-                projects=[project], query=query, limit=limit, filters=SearchFilters(texts=(text,))
-            )
-        chunks_checked.append(sum("WITH ORDINALITY" in q["sql"] for q in queries.captured_queries))
-        expected = brute_force(project, query, limit, now, text=text)
-        assert result.strategy == "matrix"
-        assert [h.item.pk for h in result.hits] == [pk for pk, _ in expected], limit
-        assert [h.score for h in result.hits] == pytest.approx([s for _, s in expected], abs=1e-4)
-        # Highlights come with the hits read (an excluded word marks nothing).
-        assert {any(h.highlights.values()) for h in result.hits} == {text != "-TODO"}
-    if masked_max:
-        assert chunks_checked == [0, 0, 0]
-    else:
-        assert min(chunks_checked) >= 1 and (max(chunks_checked) > 1) == several_chunks
-    forget_caches()
-
-
-@pytest.mark.parametrize("masked_max", [10_000, 0], ids=["few matches: copy cut", "many: chunks checked"])
-def test_an_in_memory_search_with_a_keyword_filter_makes_no_more_statements_than_without(
-    memory_of_many_ages, masked_max, monkeypatch, settings
-):
-    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    monkeypatch.setattr(importlib.import_module("knowledge.ranking.search"), "MASKED_MAX", masked_max)
-    forget_caches()
-    project, query = memory_of_many_ages.project, "redis caching decision"
-    filters = SearchFilters(texts=("redis or billing -TODO",))
-    search(projects=[project], query=query), search(projects=[project], query=query, filters=filters)
-    statements = {}
-    for name, given in (("plain", None), ("filtered", filters)):
-        with CaptureQueriesContext(connection) as queries:
-            result = search(projects=[project], query=query, filters=given)
-        statements[name] = len(queries.captured_queries)
-        assert result.strategy == "matrix" and len(result.hits) == 10
-    assert statements["filtered"] == statements["plain"]
-    forget_caches()
-
-
 def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
     project = memory_of_many_ages.project
     exact = search(projects=[project], query="feature flags rollout", limit=10)
@@ -208,6 +188,7 @@ def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_man
     narrowed = search(projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("ops",)))
     forget_caches()
     assert (exact.strategy, in_memory.strategy, narrowed.strategy) == ("exact", "matrix", "exact")
+    assert [h.passage for h in in_memory.hits] == [h.passage for h in exact.hits]
     assert [h.item.pk for h in in_memory.hits] == [h.item.pk for h in exact.hits]
     assert [h.score for h in in_memory.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-5)
 
@@ -223,6 +204,7 @@ def test_the_matrix_stream_sees_every_write_at_once(cast, stream):
     assert found.strategy == stream and [h.item.pk for h in found.hits] == [keys.pk]
 
     services.item_update(item=keys, title="Parking", content="Bikes go in the basement.")
+    give_passages([KnowledgeItem.objects.get(pk=keys.pk)], again=True)
     hits = search(projects=[cast.project], query=query, limit=2).hits
     assert [h.item.title for h in hits] == ["Lunch", "Parking"]
     assert hits[1].signals.cosine == pytest.approx(
@@ -231,6 +213,7 @@ def test_the_matrix_stream_sees_every_write_at_once(cast, stream):
     )
 
     services.item_update(item=keys, title="Key rotation", content="We rotate the signing keys every month.")
+    give_passages([KnowledgeItem.objects.get(pk=keys.pk)], again=True)
     services.item_update(item=keys, tags=["test"])
     assert [h.item.title for h in search(projects=[cast.project], query=query, limit=1).hits] == ["Lunch"]
     services.item_update(item=keys, tags=[])
@@ -340,9 +323,11 @@ def test_the_matrix_stream_sees_a_write_that_commits_after_a_later_one(cast, set
     def insert(conn, title: str, content: str) -> int:
         vector = "[" + ",".join(map(str, embeddings.embed_texts([f"{title}\n{content}"])[0])) + "]"
         return conn.execute(
-            """INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
-               embedding, embedding_model, content_hash, created_at, updated_at)
-               VALUES (%s, %s, %s, '{}', '{}', false, %s::vector, 'test', 'x', now(), now()) RETURNING id""",
+            """WITH i AS (INSERT INTO knowledge_knowledgeitem (project_id, title, content, tags, "references", is_proposal,
+               embedding, embedding_model, content_hash, created_at, updated_at, passages_cut)
+               VALUES (%s, %s, %s, '{}', '{}', false, %s::vector, 'test', 'x', now(), now(), true) RETURNING id, project_id, embedding, length(content) AS length)
+               INSERT INTO knowledge_passage (item_id, project_id, ordinal, start, "end", embedding)
+               SELECT id, project_id, 0, 0, length, embedding FROM i RETURNING item_id""",
             [cast.project.pk, title, content, vector],
         ).fetchone()[0]
 
@@ -381,12 +366,12 @@ def test_a_search_over_several_projects_ranks_their_items_together(cast, stream)
         assert (
             services.items_import(records=records, default_project=project, projects_by_slug={}).created == 40
         )
+        several_passages(project)
     query = "how do we deploy to production"
     found = search(projects=[cast.project, cast.other_project], query=query, limit=12, now=now)
     expected = sorted(
         brute_force(cast.project, query, 12, now) + brute_force(cast.other_project, query, 12, now),
-        key=lambda pair: pair[1],
-        reverse=True,
+        key=lambda pair: (-pair[1], pair[0]),
     )[:12]
     assert found.strategy == stream
     assert {h.item.project_id for h in found.hits} == {cast.project.pk, cast.other_project.pk}
@@ -395,7 +380,7 @@ def test_a_search_over_several_projects_ranks_their_items_together(cast, stream)
 
 
 def test_the_recency_stamp_is_the_items_last_write_in_posix_seconds_to_the_microsecond(cast):
-    from knowledge.ranking.candidates import STAMP
+    from knowledge.ranking.candidates import STAMP  # what both streams read as the item's last write
 
     written = timezone.now().replace(microsecond=123457) - timedelta(days=3, seconds=7)
     item = make_item(

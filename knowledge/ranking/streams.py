@@ -1,0 +1,219 @@
+"""The streams a search ranks from: each yields candidate items in descending best-passage cosine, a chunk
+at a time, with the columns the signals read.
+
+Two streams, both exact: PostgreSQL's scan of the projects' passages (small projects, tag filters, and
+project sets whose copies would not fit in memory), and the process's in-memory copy of a large project's
+passages (memory.py). ``open_stream`` chooses; the search only reads chunks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+from cachetools import LRUCache, TTLCache
+from django.conf import settings
+from django.db import connection
+from pgvector import Vector
+
+from knowledge.models import TEST_TAG, KnowledgeItem, Passage, normalize_tag
+from knowledge.ranking import memory
+from knowledge.ranking.candidates import STAMP, Candidates
+from knowledge.ranking.signals import PathIndex
+
+EXACT = "exact"
+MATRIX = "matrix"
+EXACT_OVER_BUDGET = "exact (over memory budget)"  # the projects' copies would not fit in the budget
+FIRST_EXACT_ROWS = 100  # rows PostgreSQL's first chunk reads (at least four times the limit)
+MASKED_MAX = 1000  # matches of a keyword or path filter up to which the copy ranks them alone
+
+Chunks = Iterator[tuple[Candidates, float | None]]
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    tags: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()  # keyword queries (knowledge/keywords.py), each of which must match
+    paths: tuple[str, ...] = ()  # items referencing any of these files
+
+    def __post_init__(self):
+        object.__setattr__(self, "tags", tuple(normalize_tag(tag) for tag in self.tags))
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the filters keep only some of the items a default search ranks (tags aside)."""
+        return bool(self.texts or self.paths)
+
+    @property
+    def includes_test(self) -> bool:
+        return TEST_TAG in self.tags
+
+
+def scope(project_ids: Sequence[int], filters: SearchFilters):
+    """The items a search ranks: embedded, in the projects, through the filters."""
+    return (
+        KnowledgeItem.objects.in_projects(project_ids)
+        .embedded()
+        .with_tags(list(filters.tags))
+        .matching(filters.texts)
+        .referencing(filters.paths)
+    )
+
+
+class Stream(Protocol):
+    strategy: str  # which stream ranked (the result reports it)
+
+    def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
+        """Candidates in descending cosine, each chunk with a bound no later chunk's cosine exceeds (None
+        after the last); within a chunk, in any order."""
+
+    def forget(self, items: Sequence[int]) -> None:
+        """``items`` are gone from the database (read as hits, found missing)."""
+
+
+class Cache:
+    """Everything a process keeps between searches, each part bounded: the in-memory copies (a byte
+    budget), the projects' passage counts (a minute), and their path indexes (per repository state)."""
+
+    def __init__(self) -> None:
+        self.copies = memory.Copies()
+        self.lock = threading.Lock()  # guards the two below (the copies have their own)
+        self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
+        self.paths: LRUCache = LRUCache(maxsize=1024)
+
+    def passages(self, project_ids: tuple[int, ...]) -> int:
+        """How many passages the projects hold, counted at most once a minute: the count only chooses
+        between two exact streams, so a stale one costs time at most."""
+        with self.lock:
+            count = self.sizes.get(project_ids)
+        if count is None:
+            count = Passage.objects.filter(project_id__in=project_ids).count()
+            with self.lock:
+                self.sizes[project_ids] = count
+        return count
+
+    def path_index(self, project_id: int, states: tuple) -> PathIndex | None:
+        """The project's path index as built from repository ``states``, if this process holds it."""
+        with self.lock:
+            held = self.paths.get(project_id)
+        return held[1] if held is not None and held[0] == states else None
+
+    def keep_path_index(self, project_id: int, states: tuple, index: PathIndex) -> None:
+        with self.lock:
+            self.paths[project_id] = (states, index)
+
+    def clear(self) -> None:
+        self.copies.clear()
+        with self.lock:
+            self.sizes.clear()
+            self.paths.clear()
+
+
+CACHE = Cache()
+
+
+def open_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> Stream:
+    """The stream for a search: PostgreSQL's for tag filters and small projects, else the in-memory copy
+    when the projects' copies fit in the budget."""
+    if filters.tags:
+        return PostgresStream(project_ids, filters, EXACT)  # PostgreSQL reads only the tagged rows
+    passages = CACHE.passages(project_ids)
+    if passages <= settings.CONTEXTFORGE_EXACT_SCAN_MAX:
+        return PostgresStream(project_ids, filters, EXACT)
+    snapshots = CACHE.copies.snapshots(project_ids, passages) if CACHE.copies.fits(passages) else None
+    if snapshots is None:
+        return PostgresStream(project_ids, filters, EXACT_OVER_BUDGET)
+    return MemoryStream(project_ids, filters, snapshots)
+
+
+def _array(ids: list[int]) -> str:
+    """``ids`` as PostgreSQL's text of a ``bigint[]``: psycopg adapts a list element by element, slower
+    than the statement for a chunk's ids."""
+    return "{" + str(ids)[1:-1] + "}"
+
+
+@dataclass
+class PostgresStream:
+    """PostgreSQL's exact scan: each item's best passage by inner product (stored vectors are unit length,
+    so it is the cosine), the filters as WHERE clauses; a first chunk of a few rows, then, only if asked,
+    statements of ever more rows from the top, less those already handed over."""
+
+    project_ids: tuple[int, ...]
+    filters: SearchFilters
+    strategy: str
+
+    def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
+        items, params = (
+            scope(self.project_ids, self.filters)
+            .annotate(stamp=STAMP)
+            .order_by()
+            .values_list("id", "project_id", "stamp", "references", "is_proposal")
+            .query.sql_with_params()
+        )
+        # Raw SQL: the best passage per item is an aggregate over a join, ordered by it, which the ORM
+        # cannot group by the item's columns alone.
+        sql = (
+            'SELECT i.id, max((p.embedding <#> %s::vector) * -1) AS cosine, i.project_id, i.stamp, i."references",'
+            f" i.is_proposal FROM ({items}) i JOIN {Passage._meta.db_table} p ON p.item_id = i.id"
+            " WHERE p.project_id = ANY(%s)"
+            ' GROUP BY i.id, i.project_id, i.stamp, i."references", i.is_proposal'
+            " ORDER BY cosine DESC, i.id LIMIT %s"
+        )
+        vector, seen = Vector(query_vector).to_text(), set()
+        rows = max(FIRST_EXACT_ROWS, 4 * limit)
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [vector, *params, list(self.project_ids), rows + 1])
+                batch = cursor.fetchall()
+            rest = batch[rows][1] if len(batch) > rows else None
+            fresh = [row for row in batch[:rows] if row[0] not in seen]
+            seen.update(row[0] for row in fresh)
+            if fresh:
+                yield Candidates.from_rows(fresh), rest
+            if rest is None:
+                return
+            rows *= 8
+
+    def forget(self, items: Sequence[int]) -> None:
+        pass  # the next scan reads the database as it is
+
+
+@dataclass
+class MemoryStream:
+    """The in-memory copy's stream. A keyword or path filter's matching items are read first, up to
+    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else each chunk's items are checked
+    against the filter in PostgreSQL, and only those that match are handed over."""
+
+    project_ids: tuple[int, ...]
+    filters: SearchFilters
+    snapshots: list[memory.Snapshot]
+    strategy: str = MATRIX
+
+    def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
+        snapshots, check = self.snapshots, None
+        if self.filters.narrows:
+            matching = scope(self.project_ids, self.filters).order_by().values_list("id", flat=True)
+            few = list(matching[: MASKED_MAX + 1])
+            if len(few) <= MASKED_MAX:
+                snapshots = memory.masked(snapshots, np.array(few, dtype=np.int64))
+            else:
+                sql, params = matching.query.sql_with_params()
+                # Raw SQL: a chunk's ids sent as one array value, not a parameter each.
+                check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
+        screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
+        for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
+            if check is not None:
+                with connection.cursor() as cursor:
+                    cursor.execute(check[0], [*check[1], _array(chunk.ids.tolist())])
+                    chunk = chunk.kept(np.isin(chunk.ids, np.array(cursor.fetchone()[0], dtype=np.int64)))
+            if len(chunk):
+                yield chunk, rest
+
+    def forget(self, items: Sequence[int]) -> None:
+        CACHE.copies.forget(self.project_ids, items)
+        gone = np.array(items, dtype=np.int64)
+        self.snapshots = [replace(s, live=s.live & ~np.isin(s.items, gone)) for s in self.snapshots]
