@@ -17,8 +17,6 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
-from contextforge.api import ApplicationError
-from contextforge.api.access import PROJECT_UNKNOWN
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import importers, selectors, services
@@ -26,13 +24,11 @@ from knowledge.api.serializers import (
     ItemOutputSerializer,
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
+    hits_data,
 )
 from knowledge.importers import markdown
 from knowledge.importers.exports import check_export_format, export
-from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem
-from knowledge.query_syntax import understand
-from knowledge.ranking import highlights_data, search
 from knowledge.ranking.signals import (
     GIT_WEIGHT,
     GIT_WINDOW_DAYS,
@@ -124,39 +120,24 @@ def memory_query(
     text: str | None = None,
     min_score: float | None = None,
 ) -> Outcome:
-    understood = understand(query)
-    if text and (error := text_error(text)):
-        raise ApplicationError(error, field="text")
-    projects = readable_projects(caller)
-    if understood.project:
-        projects = [project for project in projects if project.slug == understood.project]
-        if not projects:  # the answer the REST API gives for a project the key does not reach
-            raise ApplicationError(
-                PROJECT_UNKNOWN.format(slug=understood.project, scope="read"), field="project"
-            )
-    filters = selectors.search_filters(
-        projects=projects, understood=understood, tags=tags or (), text=text or ""
+    found = selectors.search_for(
+        readable=readable_projects(caller),
+        query=query,
+        tags=tags or (),
+        text=text or "",
+        limit=limit,
+        min_score=min_score,
     )
-    result = search(
-        projects=projects, query=understood.query, filters=filters, limit=limit, min_score=min_score
-    )
+    # The REST API's hits, ranked; MCP has called the signals the breakdown since its first release.
     hits = [
-        {
-            "rank": rank,
-            "score": hit.score,
-            "breakdown": vars(hit.signals),
-            "live_references": list(hit.live_references),
-            "unresolved_references": list(hit.unresolved_references),
-            "highlights": highlights_data(hit),
-            "item": item_data(hit.item),
-        }
-        for rank, hit in enumerate(result.hits, start=1)
+        {"rank": rank, "breakdown": hit.pop("signals"), **hit}
+        for rank, hit in enumerate(hits_data(found.result.hits), start=1)
     ]
     data = {
         "query": query,
-        "understood": understood.as_dict(),
+        "understood": found.understood.as_dict(),
         "hits": hits,
-        "took_ms": round(result.took_ms, 2),
+        "took_ms": round(found.result.took_ms, 2),
     }
     return Outcome(data=data, text=_query_text(query, hits))
 

@@ -127,6 +127,10 @@ class Hit(BaseModel):
     highlights: Highlights | None = Field(
         description="What the keyword filter matched in the title and content; null without one."
     )
+    passage: Span | None = Field(
+        default=None,
+        description="The passage of the item that matched the query best: its offsets in the content.",
+    )
     item: Item
 
 
