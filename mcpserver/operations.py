@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
+from contextforge.history import reads_only
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import importers, selectors, services
@@ -111,6 +112,7 @@ def _tags_text(tags: Sequence[str]) -> str:
 # ----- memory_query -----------------------------------------------------------------------------
 
 
+@reads_only
 def memory_query(
     caller: Caller,
     *,
@@ -165,6 +167,7 @@ def _query_text(query: str, hits: list[dict]) -> str:
 # ----- memory_get / ingest / update / delete ----------------------------------------------------
 
 
+@reads_only
 def memory_get(caller: Caller, *, id: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     data = versioned_item_data(item)
@@ -263,6 +266,7 @@ def _version_line(version: dict) -> str:
     )
 
 
+@reads_only
 def memory_history(caller: Caller, *, id: int, limit: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     rows = VersionOutputSerializer(selectors.item_versions(item=item)[:limit], many=True).data
@@ -285,6 +289,7 @@ def memory_restore(caller: Caller, *, id: int, version: int) -> Outcome:
     return Outcome(data=data, text=_item_text(data, verb=f"Restored version {version} of"))
 
 
+@reads_only
 def memory_trash(caller: Caller, *, limit: int) -> Outcome:
     items = selectors.trash_for(projects=readable_projects(caller))[:limit]
     rows = [dict(row) for row in TrashedItemOutputSerializer(items, many=True).data]
@@ -369,6 +374,7 @@ def task_create(caller: Caller, *, title: str, **given) -> Outcome:
     return Outcome(data=data, text=_task_text(data, head="Created task"))
 
 
+@reads_only
 def task_list(
     caller: Caller,
     *,
@@ -409,6 +415,7 @@ def task_update(caller: Caller, *, id: int, **given) -> Outcome:
     return Outcome(data=data, text=_task_text(data, head="Updated task"))
 
 
+@reads_only
 def task_next(caller: Caller) -> Outcome:
     task = task_selectors.task_next(projects=readable_projects(caller))
     if task is None:
@@ -470,6 +477,7 @@ def _repository_activity(repository: Repository, *, days: int, since) -> dict:
     }
 
 
+@reads_only
 def repo_activity(caller: Caller, *, days: int) -> Outcome:
     since = timezone.now() - timedelta(days=days)
     repositories = git_selectors.repositories_for(projects=readable_projects(caller))
@@ -537,6 +545,7 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
     return Outcome(data=data, text="\n".join(lines))
 
 
+@reads_only
 def memory_export(caller: Caller, *, format: str, tag: str | None) -> Outcome:
     """The items the caller may read as text: JSON Lines or CSV, or Markdown notes one after another."""
     check_export_format(format)

@@ -15,6 +15,7 @@ from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
+from contextforge.history import reads_only
 from knowledge import importers, selectors, services
 from knowledge.api import serializers as s
 from knowledge.importers import json_lines
@@ -270,6 +271,7 @@ class SnapshotRestoreApi(APIView):
         return Response({"dry_run": dry_run, **plan.as_dict()})
 
 
+@reads_only  # a POST that writes nothing: no history context
 class SearchApi(APIView):
     required_scope = "read"
 
