@@ -8,6 +8,10 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, Project, Role, Scope
 from accounts.services import hash_secret
 
+# The one answer for a project the caller cannot reach, whichever door asked (page, API, MCP, import):
+# it never says whether the project exists.
+PROJECT_UNKNOWN = _("No project '{slug}' that you may {scope} in.")
+
 # Where the dashboard keeps the project chosen in the header's switcher (its pk; absent: all projects).
 CURRENT_PROJECT_KEY = "current_project"
 

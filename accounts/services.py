@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +25,7 @@ from accounts.models import (
 )
 
 SECRET_PREFIX = "cf_live_"
+KEY_CACHE = "keys"  # the cache alias (settings.CACHES) of API keys' lookups
 INVALID_SCOPES = _("Unknown scope(s): {scopes}. Use read, write and admin.")
 NO_SCOPES = _("Give the key at least one scope.")
 NAME_REQUIRED = _("A project needs a name.")
@@ -85,18 +87,36 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
     return key
 
 
+def key_cache_name(hashed_secret: str) -> str:
+    return f"apikey:{hashed_secret}"
+
+
+def key_cache_forget(hashed_secrets) -> None:
+    """Drop these keys' cached lookups (accounts.signals calls it on every change that concerns a key)."""
+    caches[KEY_CACHE].delete_many([key_cache_name(hashed) for hashed in hashed_secrets])
+
+
 def api_key_authenticate(*, secret: str) -> ApiKey | None:
+    """The active key behind ``secret``, or None. A found key is cached briefly (settings.CACHES["keys"],
+    shared by every process): a change to the key, its owner or the owner's memberships drops the entry,
+    so a revoked key is refused on its next request, by any web worker."""
     if not secret.startswith(SECRET_PREFIX):
         return None
-    try:
-        key = ApiKey.objects.active().select_related("owner").get(hashed_secret=hash_secret(secret))
-    except ApiKey.DoesNotExist:
-        return None
+    hashed = hash_secret(secret)
+    cache = caches[KEY_CACHE]
+    key = cache.get(key_cache_name(hashed))
+    if key is None:
+        try:
+            key = ApiKey.objects.active().select_related("owner").get(hashed_secret=hashed)
+        except ApiKey.DoesNotExist:
+            return None
+        cache.set(key_cache_name(hashed), key)
     now = timezone.now()
     # Writing on every request would serialize concurrent clients on one row; a minute is precise enough.
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
+        cache.set(key_cache_name(hashed), key)
     return key
 
 

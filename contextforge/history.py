@@ -17,6 +17,18 @@ CHANNELS = (DASHBOARD, API, MCP, IMPORT, ADMIN)
 CHANNEL_PREFIXES = (("/api/", API), ("/mcp", MCP), ("/admin/", ADMIN))
 
 
+def reads_only(view):
+    """Mark a view (a function, or a class-based view's class) or an MCP operation that writes nothing
+    although it is called by POST, as a search is: no history context is opened for it."""
+    view.reads_only = True
+    return view
+
+
+def writes(view) -> bool:
+    """Whether ``view`` (what URL resolution gives, or an MCP operation) may write: not marked reads_only."""
+    return not getattr(getattr(view, "view_class", view), "reads_only", False)
+
+
 def channel_of(path: str) -> str:
     return next((channel for prefix, channel in CHANNEL_PREFIXES if path.startswith(prefix)), DASHBOARD)
 

@@ -2,18 +2,27 @@ from __future__ import annotations
 
 import logging
 import sys
+from contextlib import ExitStack
 
-from django.contrib.auth.middleware import LoginRequiredMiddleware
+import pghistory
+from axes.middleware import AxesMiddleware
+from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware, LoginRequiredMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.exceptions import ObjectDoesNotExist
+from django.core.handlers.asgi import ASGIRequest as DjangoASGIRequest
 from django.core.handlers.exception import response_for_exception
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from pghistory.middleware import HistoryMiddleware
+from django_htmx.middleware import HtmxMiddleware
+from pghistory.middleware import ASGIRequest, HistoryMiddleware, WSGIRequest
 
-from contextforge.history import channel_of
+from contextforge.history import channel_of, writes
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +30,40 @@ logger = logging.getLogger(__name__)
 LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
 # Paths whose callers are programs: every answer is JSON.
 MACHINE_PREFIXES = ("/api/", "/mcp")
+# Paths that answer to API keys alone: no session, cookie, CSRF token, message, htmx or login lockout.
+API_PREFIXES = ("/api/",)
 DATABASE_DOWN = gettext_lazy("The database is unavailable. Try again in a moment.")
 # The errors of a database that is down, restarting or unreachable (not those of a bad query).
 DATABASE_DOWN_ERRORS = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 30
+
+
+def pages_only(middleware: type) -> type:
+    """``middleware`` for the pages alone: an API request passes it by untouched.
+
+    The one pattern by which the API skips what only a browser needs (sessions, messages, CSRF, the
+    login requirement, htmx, axes' lockout check): the API authenticates every request by its key, so
+    none of them has anything to do there, and each would cost a request its time (the session
+    middleware alone reads a cookie and may write a row). Subclasses, so that the checks of the admin
+    and of axes still find them in MIDDLEWARE.
+    """
+
+    class PagesOnly(middleware):
+        def __call__(self, request):
+            if request.path.startswith(API_PREFIXES):
+                return self.get_response(request)
+            return super().__call__(request)
+
+        if hasattr(middleware, "process_view"):
+
+            def process_view(self, request, view_func, view_args, view_kwargs):
+                if request.path.startswith(API_PREFIXES):
+                    return None
+                return super().process_view(request, view_func, view_args, view_kwargs)
+
+    PagesOnly.__name__ = PagesOnly.__qualname__ = middleware.__name__
+    PagesOnly.__doc__ = f"{middleware.__module__}.{middleware.__name__}, for the pages alone (pages_only)."
+    return PagesOnly
 
 
 class DashboardLoginRequiredMiddleware(LoginRequiredMiddleware):
@@ -36,12 +75,37 @@ class DashboardLoginRequiredMiddleware(LoginRequiredMiddleware):
         return super().process_view(request, view_func, view_args, view_kwargs)
 
 
+PageSessionMiddleware = pages_only(SessionMiddleware)
+PageCsrfViewMiddleware = pages_only(CsrfViewMiddleware)
+PageAuthenticationMiddleware = pages_only(AuthenticationMiddleware)
+PageLoginRequiredMiddleware = pages_only(DashboardLoginRequiredMiddleware)
+PageMessageMiddleware = pages_only(MessageMiddleware)
+PageHtmxMiddleware = pages_only(HtmxMiddleware)
+PageAxesMiddleware = pages_only(AxesMiddleware)
+
+
 class HistoryContextMiddleware(HistoryMiddleware):
     """Every version a write request records names its user and its channel (dashboard, api, admin);
-    the API's authentication adds the key, a service the action."""
+    the API's authentication adds the key, a service the action.
+
+    The context opens once the view is known, and only for a view that may write: a POST that only
+    reads (a search, marked with ``contextforge.history.reads_only``) opens none.
+    """
 
     def get_context(self, request) -> dict:
         return {**super().get_context(request), "channel": channel_of(request.path)}
+
+    def __call__(self, request):
+        with ExitStack() as context:
+            request.history_context = context
+            return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.method in settings.PGHISTORY_MIDDLEWARE_METHODS and writes(view_func):
+            request.history_context.enter_context(pghistory.context(**self.get_context(request)))
+            # As pghistory's own middleware: a user DRF authenticates in the view joins the context.
+            request.__class__ = ASGIRequest if isinstance(request, DjangoASGIRequest) else WSGIRequest
+        return None
 
 
 class RejectNulMiddleware:

@@ -98,24 +98,30 @@ INSTALLED_APPS = [
     "mcpserver",
 ]
 
+# Page-only middleware (contextforge.middleware.pages_only) lets an API request, authenticated by its key,
+# pass untouched: no session, cookie, CSRF check, message, login requirement, htmx or lockout check. The
+# locale stays on both: the API answers its errors in the request's language.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "contextforge.middleware.RejectNulMiddleware",
     "contextforge.middleware.FailureResponseMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "contextforge.middleware.PageSessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "contextforge.middleware.DashboardLoginRequiredMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "contextforge.middleware.PageCsrfViewMiddleware",
+    "contextforge.middleware.PageAuthenticationMiddleware",
+    "contextforge.middleware.PageLoginRequiredMiddleware",
+    "contextforge.middleware.PageMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
-    "axes.middleware.AxesMiddleware",
+    "contextforge.middleware.PageHtmxMiddleware",
+    "contextforge.middleware.PageAxesMiddleware",
     "contextforge.middleware.HistoryContextMiddleware",
 ]
+# axes looks for its middleware by name; it is there, as PageAxesMiddleware (pages only: the API has no
+# sign-in to lock out).
+SILENCED_SYSTEM_CHECKS = ["axes.W002"]
 # Writes are what history records; a read needs no history context.
 PGHISTORY_MIDDLEWARE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -177,6 +183,27 @@ if env_bool("CONTEXTFORGE_DB_POOL", False):
         "timeout": 30,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# "keys": API keys as their last lookup found them, for CONTEXTFORGE_KEY_CACHE_SECONDS (0: no cache). Every
+# process shares it, so that a key revoked through one web worker is refused by all at once (see
+# accounts/signals.py): Redis when CONTEXTFORGE_CACHE_URL names one, else files in the data directory.
+CONTEXTFORGE_KEY_CACHE_SECONDS = env_int("CONTEXTFORGE_KEY_CACHE_SECONDS", 60)
+CONTEXTFORGE_CACHE_URL = os.environ.get("CONTEXTFORGE_CACHE_URL", "")
+if CONTEXTFORGE_CACHE_URL and not CONTEXTFORGE_CACHE_URL.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured(f"CONTEXTFORGE_CACHE_URL must be a redis:// URL: {CONTEXTFORGE_CACHE_URL!r}")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "keys": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache"
+        if CONTEXTFORGE_CACHE_URL
+        else "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": CONTEXTFORGE_CACHE_URL or str(DATA_DIR / "cache" / "keys"),
+        "TIMEOUT": CONTEXTFORGE_KEY_CACHE_SECONDS,
+        "OPTIONS": {} if CONTEXTFORGE_CACHE_URL else {"MAX_ENTRIES": 10_000},
+    },
+}
+if CONTEXTFORGE_KEY_CACHE_SECONDS == 0:
+    CACHES["keys"] = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from django.contrib.auth import get_user_model
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
@@ -7,11 +10,14 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import Project
+from accounts.selectors import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
+from knowledge import embeddings
 from knowledge.keywords import text_error
 from knowledge.models import ImportJob, ItemSource, ItemVersion, KnowledgeItem, Snapshot, normalize_tag
-from knowledge.query_syntax import Understood
-from knowledge.ranking import SearchFilters
+from knowledge.query_syntax import Understood, understand
+from knowledge.ranking import SearchFilters, SearchResult, search
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
@@ -149,6 +155,66 @@ def search_filters(*, projects, understood: Understood, tags=(), text: str = "")
         texts=tuple(t for t in (text, understood.text) if t),
         paths=understood.paths,
     )
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search as every door answers it: what the query was understood to ask, and the ranked hits."""
+
+    understood: Understood
+    result: SearchResult
+
+
+def search_for(
+    *,
+    readable: QuerySet[Project] | Sequence[Project],
+    query: str,
+    projects: Sequence[Project] | QuerySet[Project] | None = None,
+    tags: Sequence[str] = (),
+    text: str = "",
+    limit: int = 10,
+    min_score: float | None = None,
+    count_excluded: bool = False,
+) -> Found:
+    """The one door to search for the dashboard, the API and MCP.
+
+    ``readable``: every project the caller may read, where a project named in the query
+    (``project:slug``) is looked up; ``projects``: where to search when the query names none (default:
+    ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
+    is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``; no model, a 503.
+    """
+    understood = understand(query)
+    if text and (error := text_error(text)):
+        raise ApplicationError(error, field="text")
+    if understood.project:
+        projects = _named_project(readable, understood.project)
+    elif projects is None:
+        projects = readable
+    projects = list(projects)
+    filters = search_filters(projects=projects, understood=understood, tags=tags, text=text)
+    try:
+        result = search(
+            projects=projects,
+            query=understood.query,
+            filters=filters,
+            limit=limit,
+            min_score=min_score,
+            count_excluded=count_excluded,
+        )
+    except embeddings.EmbeddingUnavailable:
+        raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
+    return Found(understood=understood, result=result)
+
+
+def _named_project(readable, slug: str) -> list[Project]:
+    """The one project ``slug`` names among ``readable``; the one unknown-project error otherwise."""
+    if isinstance(readable, QuerySet):
+        found = list(readable.filter(slug=slug))
+    else:
+        found = [project for project in readable if project.slug == slug]
+    if not found:
+        raise ApplicationError(PROJECT_UNKNOWN.format(slug=slug, scope="read"), field="query")
+    return found
 
 
 def import_job_get(*, projects, pk: int) -> ImportJob:

@@ -20,6 +20,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from accounts.models import Project
+from accounts.selectors import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
 from contextforge.text import text_error
@@ -52,7 +53,6 @@ TIMESTAMP_IN_FUTURE = _("Later than the server clock: {value!r}.")
 UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
-PROJECT_UNKNOWN = _("No project {slug!r} that you may write to.")
 STALE_VERSION = _(
     "This item has changed since version {expected}: its current version is {current}. "
     "Read it again and apply your change to that version."
@@ -761,7 +761,7 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
     if slug is not None:
         project = projects_by_slug.get(slug) if isinstance(slug, str) else None
         if project is None:
-            raise ValidationError({"project": PROJECT_UNKNOWN.format(slug=shown(slug))})
+            raise ValidationError({"project": PROJECT_UNKNOWN.format(slug=shown(slug), scope="write")})
     elif default_project is not None:
         project = default_project
     else:

@@ -27,12 +27,12 @@ from accounts.services import SECRET_PREFIX
 from accounts.views import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
-from knowledge import embeddings, importers, selectors, services
+from knowledge import importers, selectors, services
 from knowledge.forms import ActivityFilterForm, ExportForm, ImportForm, ItemForm, SearchForm, SnapshotForm
 from knowledge.importers.exports import export
 from knowledge.models import TEST_TAG, KnowledgeItem
-from knowledge.query_syntax import parts, understand, without
-from knowledge.ranking import reference_status, search, signals
+from knowledge.query_syntax import parts, without
+from knowledge.ranking import reference_status, signals
 from knowledge.text import PROPOSAL_MARKERS, version_diff
 
 HISTORY_SHOWN = 20
@@ -219,7 +219,6 @@ def item_delete(request, pk: int):
 
 # Hits whose similarity is below this come after a "weaker matches" divider on the search page.
 WEAK_SIMILARITY = 0.2
-PROJECT_UNKNOWN = gettext_lazy("You have no project '%(slug)s'.")
 
 
 @require_GET
@@ -281,32 +280,29 @@ def search_page(request):
         "result": None,
         "query": "",
         "error": None,
+        "error_field": None,
         "several_projects": len(projects) > 1,
         "everywhere": everywhere,
     }
     if form.is_valid() and form.cleaned_data["q"].strip():
         raw, tags = form.cleaned_data["q"], form.cleaned_data["tags"]
-        understood = understand(raw)
         context["query"] = raw
         context["tags"] = tags
         context["chips"] = [(part, without(raw, part)) for part in parts(raw) if part.kind != "query"]
         try:
-            if understood.project:  # named in the query: any of the user's projects, not only the current
-                projects = projects_for(user=request.user).filter(slug=understood.project)
-                if not projects:
-                    raise ApplicationError(PROJECT_UNKNOWN % {"slug": understood.project}, field="query")
-            result = search(
+            # A project named in the query may be any of the user's, not only the current one.
+            found = selectors.search_for(
+                readable=projects_for(user=request.user),
                 projects=projects,
-                query=understood.query,
-                filters=selectors.search_filters(projects=projects, understood=understood, tags=tags),
+                query=raw,
+                tags=tags,
                 limit=form.cleaned_data["limit"] or 10,
                 count_excluded=True,
             )
         except ApplicationError as exc:
-            context["error"] = exc.message
-        except embeddings.EmbeddingUnavailable:
-            context["error"] = _("Search is unavailable right now: the embedding model cannot be loaded.")
+            context["error"], context["error_field"] = exc.message, exc.field
         else:
+            result = found.result
             context["result"] = result
             # Weak similarity still shows, after the rest: ranked by the formula within each group.
             context["hits"] = [h for h in result.hits if h.signals.cosine >= WEAK_SIMILARITY]

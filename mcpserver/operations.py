@@ -17,8 +17,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
-from contextforge.api import ApplicationError
-from contextforge.api.access import PROJECT_UNKNOWN
+from contextforge.history import reads_only
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import importers, selectors, services
@@ -26,13 +25,11 @@ from knowledge.api.serializers import (
     ItemOutputSerializer,
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
+    hits_data,
 )
 from knowledge.importers import markdown
 from knowledge.importers.exports import check_export_format, export
-from knowledge.keywords import text_error
 from knowledge.models import KnowledgeItem
-from knowledge.query_syntax import understand
-from knowledge.ranking import highlights_data, search
 from knowledge.ranking.signals import (
     GIT_WEIGHT,
     GIT_WINDOW_DAYS,
@@ -115,6 +112,7 @@ def _tags_text(tags: Sequence[str]) -> str:
 # ----- memory_query -----------------------------------------------------------------------------
 
 
+@reads_only
 def memory_query(
     caller: Caller,
     *,
@@ -124,39 +122,24 @@ def memory_query(
     text: str | None = None,
     min_score: float | None = None,
 ) -> Outcome:
-    understood = understand(query)
-    if text and (error := text_error(text)):
-        raise ApplicationError(error, field="text")
-    projects = readable_projects(caller)
-    if understood.project:
-        projects = [project for project in projects if project.slug == understood.project]
-        if not projects:  # the answer the REST API gives for a project the key does not reach
-            raise ApplicationError(
-                PROJECT_UNKNOWN.format(slug=understood.project, scope="read"), field="project"
-            )
-    filters = selectors.search_filters(
-        projects=projects, understood=understood, tags=tags or (), text=text or ""
+    found = selectors.search_for(
+        readable=readable_projects(caller),
+        query=query,
+        tags=tags or (),
+        text=text or "",
+        limit=limit,
+        min_score=min_score,
     )
-    result = search(
-        projects=projects, query=understood.query, filters=filters, limit=limit, min_score=min_score
-    )
+    # The REST API's hits, ranked; MCP has called the signals the breakdown since its first release.
     hits = [
-        {
-            "rank": rank,
-            "score": hit.score,
-            "breakdown": vars(hit.signals),
-            "live_references": list(hit.live_references),
-            "unresolved_references": list(hit.unresolved_references),
-            "highlights": highlights_data(hit),
-            "item": item_data(hit.item),
-        }
-        for rank, hit in enumerate(result.hits, start=1)
+        {"rank": rank, "breakdown": hit.pop("signals"), **hit}
+        for rank, hit in enumerate(hits_data(found.result.hits), start=1)
     ]
     data = {
         "query": query,
-        "understood": understood.as_dict(),
+        "understood": found.understood.as_dict(),
         "hits": hits,
-        "took_ms": round(result.took_ms, 2),
+        "took_ms": round(found.result.took_ms, 2),
     }
     return Outcome(data=data, text=_query_text(query, hits))
 
@@ -184,6 +167,7 @@ def _query_text(query: str, hits: list[dict]) -> str:
 # ----- memory_get / ingest / update / delete ----------------------------------------------------
 
 
+@reads_only
 def memory_get(caller: Caller, *, id: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     data = versioned_item_data(item)
@@ -282,6 +266,7 @@ def _version_line(version: dict) -> str:
     )
 
 
+@reads_only
 def memory_history(caller: Caller, *, id: int, limit: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     rows = VersionOutputSerializer(selectors.item_versions(item=item)[:limit], many=True).data
@@ -304,6 +289,7 @@ def memory_restore(caller: Caller, *, id: int, version: int) -> Outcome:
     return Outcome(data=data, text=_item_text(data, verb=f"Restored version {version} of"))
 
 
+@reads_only
 def memory_trash(caller: Caller, *, limit: int) -> Outcome:
     items = selectors.trash_for(projects=readable_projects(caller))[:limit]
     rows = [dict(row) for row in TrashedItemOutputSerializer(items, many=True).data]
@@ -388,6 +374,7 @@ def task_create(caller: Caller, *, title: str, **given) -> Outcome:
     return Outcome(data=data, text=_task_text(data, head="Created task"))
 
 
+@reads_only
 def task_list(
     caller: Caller,
     *,
@@ -428,6 +415,7 @@ def task_update(caller: Caller, *, id: int, **given) -> Outcome:
     return Outcome(data=data, text=_task_text(data, head="Updated task"))
 
 
+@reads_only
 def task_next(caller: Caller) -> Outcome:
     task = task_selectors.task_next(projects=readable_projects(caller))
     if task is None:
@@ -489,6 +477,7 @@ def _repository_activity(repository: Repository, *, days: int, since) -> dict:
     }
 
 
+@reads_only
 def repo_activity(caller: Caller, *, days: int) -> Outcome:
     since = timezone.now() - timedelta(days=days)
     repositories = git_selectors.repositories_for(projects=readable_projects(caller))
@@ -556,6 +545,7 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
     return Outcome(data=data, text="\n".join(lines))
 
 
+@reads_only
 def memory_export(caller: Caller, *, format: str, tag: str | None) -> Outcome:
     """The items the caller may read as text: JSON Lines or CSV, or Markdown notes one after another."""
     check_export_format(format)

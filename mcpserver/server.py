@@ -25,7 +25,7 @@ from rest_framework import exceptions as drf_exceptions
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import PROJECT_REQUIRED
-from contextforge.history import MCP, history_context
+from contextforge.history import MCP, history_context, writes
 from knowledge import embeddings
 from knowledge.api.serializers import (
     ACTION_HELP,
@@ -126,6 +126,10 @@ class Hit(BaseModel):
     unresolved_references: list[str] = Field(description=UNRESOLVED_REFERENCES_HELP)
     highlights: Highlights | None = Field(
         description="What the keyword filter matched in the title and content; null without one."
+    )
+    passage: Span | None = Field(
+        default=None,
+        description="The passage of the item that matched the query best: its offsets in the content.",
     )
     item: Item
 
@@ -372,7 +376,10 @@ def _message(exc: Exception) -> str | None:
 
 
 def call_as(caller: Caller, operation, kwargs: dict) -> operations.Outcome:
-    """Run ``operation`` for ``caller``: the versions it writes name its user, its key and the MCP channel."""
+    """Run ``operation`` for ``caller``: the versions it writes name its user, its key and the MCP channel.
+    An operation that only reads opens no history context."""
+    if not writes(operation):
+        return operation(caller, **kwargs)
     with history_context(user=caller.user.pk, key=caller.key.name, channel=MCP):
         return operation(caller, **kwargs)
 

@@ -9,11 +9,10 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 
 from accounts.models import Project, Scope
-from accounts.selectors import projects_for
+from accounts.selectors import PROJECT_UNKNOWN, projects_for
 from contextforge.api.exceptions import ApplicationError
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
-PROJECT_UNKNOWN = _("No project '{slug}' that this key may {scope} in.")
 PROJECT_REQUIRED = _("This key reaches several projects: name one with 'project'.")
 ROLE_FORBIDS = _("Your role in project '{slug}' does not allow '{scope}'.")
 

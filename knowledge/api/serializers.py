@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -9,6 +11,7 @@ from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
 from knowledge.keywords import text_error
 from knowledge.models import Action, ImportJob, KnowledgeItem, Snapshot
+from knowledge.ranking import Hit
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -124,6 +127,12 @@ class UnderstoodSerializer(serializers.Serializer):
     project = serializers.CharField(allow_null=True)
 
 
+class PassageSerializer(serializers.Serializer):
+    start = serializers.IntegerField(help_text="Offset of the passage's first character in the content.")
+    end = serializers.IntegerField(help_text="Offset just past its last character.")
+    text = serializers.CharField()
+
+
 class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
@@ -136,6 +145,47 @@ class HitSerializer(serializers.Serializer):
         allow_null=True,
         help_text="What the keyword filter matched in the title and content; null without one.",
     )
+    passage = PassageSerializer(
+        allow_null=True,
+        help_text="The passage of the item that matched the query best (its cosine is the item's).",
+    )
+
+
+def hits_data(hits: Sequence[Hit]) -> list[dict]:
+    """The one hit serializer the API and MCP answer with (HitSerializer describes it in the schema).
+
+    Plain dicts: the items go through ItemOutputSerializer once for the whole response, the rest is read
+    off each hit, so a response builds its serializer fields once rather than once per hit.
+    """
+    items = ItemOutputSerializer([hit.item for hit in hits], many=True).data
+    return [
+        {
+            "item": item,
+            "score": hit.score,
+            "signals": {
+                "cosine": hit.signals.cosine,
+                "recency": hit.signals.recency,
+                "git": hit.signals.git,
+                "proposal_penalty": hit.signals.proposal_penalty,
+            },
+            "live_references": list(hit.live_references),
+            "unresolved_references": list(hit.unresolved_references),
+            "highlights": _spans_data(hit.highlights),
+            "passage": _span_data(getattr(hit, "passage", None)),
+        }
+        for hit, item in zip(hits, items, strict=True)
+    ]
+
+
+def _span_data(span) -> dict | None:
+    return None if span is None else {"start": span.start, "end": span.end, "text": span.text}
+
+
+def _spans_data(highlights: dict) -> dict | None:
+    # None when no keyword filter ran (a filter that matched nothing still answers its empty fields).
+    if not highlights:
+        return None
+    return {name: [_span_data(span) for span in spans] for name, spans in highlights.items()}
 
 
 class SearchOutputSerializer(serializers.Serializer):

@@ -15,12 +15,11 @@ from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
-from knowledge import embeddings, importers, selectors, services
+from contextforge.history import reads_only
+from knowledge import importers, selectors, services
 from knowledge.api import serializers as s
 from knowledge.importers import json_lines
 from knowledge.importers.exports import EXPORT_FORMATS, check_export_format, export
-from knowledge.query_syntax import understand
-from knowledge.ranking import highlights_data, search
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
@@ -272,6 +271,7 @@ class SnapshotRestoreApi(APIView):
         return Response({"dry_run": dry_run, **plan.as_dict()})
 
 
+@reads_only  # a POST that writes nothing: no history context
 class SearchApi(APIView):
     required_scope = "read"
 
@@ -283,37 +283,20 @@ class SearchApi(APIView):
     )
     def post(self, request):
         data = validated(s.SearchInputSerializer, request.data)
-        understood = understand(data["query"])
-        projects = projects_named(request, understood.project or data.get("project"))
-        given = data.get("filters", {})
-        filters = selectors.search_filters(
-            projects=projects, understood=understood, tags=given.get("tags", []), text=given.get("text", "")
+        given, slug = data.get("filters", {}), data.get("project")
+        found = selectors.search_for(
+            readable=request_projects(request),
+            projects=[request_project(request, slug, "read")] if slug else None,
+            query=data["query"],
+            tags=given.get("tags", []),
+            text=given.get("text", ""),
+            limit=data["limit"],
+            min_score=data.get("min_score"),
         )
-        try:
-            result = search(
-                projects=projects,
-                query=understood.query,
-                filters=filters,
-                limit=data["limit"],
-                min_score=data.get("min_score"),
-            )
-        except embeddings.EmbeddingUnavailable:
-            raise ApplicationError(selectors.SEARCH_UNAVAILABLE, status_code=503) from None
-        items = s.ItemOutputSerializer([hit.item for hit in result.hits], many=True).data  # fields built once
         body = {
-            "results": [
-                {
-                    "item": item,
-                    "score": hit.score,
-                    "signals": vars(hit.signals),
-                    "live_references": list(hit.live_references),
-                    "unresolved_references": list(hit.unresolved_references),
-                    "highlights": highlights_data(hit),
-                }
-                for hit, item in zip(result.hits, items, strict=True)
-            ],
-            "understood": understood.as_dict(),
-            "took_ms": round(result.took_ms, 2),
+            "results": s.hits_data(found.result.hits),
+            "understood": found.understood.as_dict(),
+            "took_ms": round(found.result.took_ms, 2),
         }
         return Response(body)
 

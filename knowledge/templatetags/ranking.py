@@ -52,10 +52,22 @@ def marked_title(hit: Hit) -> str:
 
 @register.filter
 def content_excerpt(hit: Hit, length: int = EXCERPT_CHARS) -> str:
-    """Up to ``length`` characters of the hit's content, escaped, from a little before the first stretch
-    its keyword filter matched, with those stretches in a <mark>; an ellipsis where text was cut."""
+    """Up to ``length`` characters of the hit's content, escaped, with the stretches its keyword filter
+    matched in a <mark>; an ellipsis where text was cut. It starts at the passage that matched the query
+    best, when that is not the item's opening (a long doc answers in its fifth section), else a little
+    before the first keyword match that the first ``length`` characters would miss."""
     text, spans = hit.item.content, hit.highlights.get("content", [])
-    start = max(0, spans[0].start - EXCERPT_LEAD) if spans and spans[0].end > length else 0
+    passage = getattr(hit, "passage", None)
+    if passage is not None and passage.start > 0:
+        if text[passage.start : passage.end] != passage.text:  # not offsets in the content: as it is
+            cut = passage.text[:length]
+            return mark_safe("…" + escape(cut) + ("…" if len(cut) < len(passage.text) else ""))
+        start = passage.start
+        within = [span for span in spans if passage.start <= span.start < passage.end]
+        if within and within[0].end > start + length:
+            start = max(start, within[0].start - EXCERPT_LEAD)
+    else:
+        start = max(0, spans[0].start - EXCERPT_LEAD) if spans and spans[0].end > length else 0
     end = min(len(text), start + length)
     body = _marked(text, spans, start, end)
     return mark_safe(("…" if start else "") + body + ("…" if end < len(text) else ""))

@@ -107,7 +107,7 @@ def test_requests_without_a_valid_key_are_refused_with_401_and_an_unknown_projec
         headers=HEADERS | {"Authorization": f"Bearer {secret}"},
     )
     assert elsewhere.status_code == 403
-    assert elsewhere.json() == {"detail": "No project 'elsewhere' that this key may read in."}
+    assert elsewhere.json() == {"detail": "No project 'elsewhere' that you may read in."}
 
     good = httpx2.post(
         f"{http_server}/mcp?project=acme",

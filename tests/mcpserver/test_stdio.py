@@ -491,7 +491,7 @@ def test_the_project_option_narrows_an_unbound_key_and_an_unknown_project_refuse
         timeout=120,
     )
     assert refused.returncode == 1
-    assert "No project 'elsewhere' that this key may read in." in refused.stderr
+    assert "No project 'elsewhere' that you may read in." in refused.stderr
     assert refused.stdout == ""
 
 

@@ -1,0 +1,98 @@
+"""An API request costs little: its key's lookup is cached (and forgotten on every change that concerns the
+key), it skips what only pages need (sessions, CSRF, messages, htmx), and a search opens no history context."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.sessions.models import Session
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from accounts import services
+from accounts.models import ApiKey, Role
+from tests.conftest import api_client_for
+from tests.knowledge.factories import make_item
+
+pytestmark = pytest.mark.django_db
+
+SEARCH = {"query": "how are tokens signed"}
+
+
+def key_reads(queries) -> list[str]:
+    return [q["sql"] for q in queries if 'FROM "accounts_apikey"' in q["sql"]]
+
+
+def searched(api):
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post("/api/v1/search/", SEARCH, format="json")
+    return response, queries
+
+
+@pytest.fixture
+def api(cast):
+    make_item(cast.project, "JWT signing", "Access tokens are signed with RS256 keys.")
+    return api_client_for(cast.member, scopes=["read"])
+
+
+def test_a_key_is_read_once_then_served_from_the_cache(api):
+    first, queries = searched(api)
+    assert first.status_code == 200 and len(key_reads(queries)) == 1
+    again, queries = searched(api)
+    assert again.status_code == 200 and key_reads(queries) == []
+
+
+def test_a_revoked_key_is_refused_on_its_next_request_with_the_cache_on(api):
+    assert searched(api)[0].status_code == 200
+    services.api_key_revoke(key=ApiKey.objects.get(hashed_secret=services.hash_secret(api.secret)))
+    refused, _ = searched(api)
+    assert refused.status_code == 401
+
+
+def test_a_key_changed_in_the_admin_is_read_anew(api, cast):
+    assert searched(api)[0].status_code == 200
+    key = ApiKey.objects.get(hashed_secret=services.hash_secret(api.secret))
+    key.scopes = ["write"]  # as the admin's change form saves it
+    key.save()
+    assert searched(api)[0].status_code == 403
+    key.scopes, key.project = ["read"], cast.other_project  # moved to a project its owner is not in
+    key.save()
+    assert searched(api)[0].json()["results"] == []
+
+
+def test_a_deactivated_owner_or_a_membership_removed_counts_on_the_next_request(api, cast):
+    assert searched(api)[0].json()["results"]
+    membership = cast.project.memberships.get(user=cast.member)
+    services.membership_remove(membership=membership)
+    assert searched(api)[0].json()["results"] == []
+    services.membership_set(user=cast.member, project=cast.project, role=Role.MEMBER)
+    assert searched(api)[0].json()["results"]
+    cast.member.is_active = False
+    cast.member.save()
+    assert searched(api)[0].status_code == 401
+
+
+def test_an_api_request_touches_no_session_cookie_or_page_middleware(client, cast, api):
+    client.force_login(cast.member)  # the same browser holds a session, and its cookie goes along
+    api.cookies = client.cookies
+    sessions = Session.objects.count()
+    response, queries = searched(api)
+    assert response.status_code == 200
+    assert not response.cookies and "Set-Cookie" not in response.headers
+    assert not [q for q in queries if "django_session" in q["sql"]]
+    assert Session.objects.count() == sessions
+    request = response.wsgi_request
+    assert not hasattr(request, "session") and not hasattr(request, "htmx")
+    assert not hasattr(request, "_messages") and not hasattr(request, "csrf_processing_done")
+    page = client.get("/dashboard/search/", {"q": "tokens"})  # a page still has all of them
+    assert page.status_code == 200 and hasattr(page.wsgi_request, "session")
+
+
+def test_a_search_opens_no_history_context_and_a_write_does(cast):
+    api = api_client_for(cast.member, scopes=["read", "write"])  # never used: its lookup writes last_used_at
+    response, queries = searched(api)
+    assert response.status_code == 200
+    assert any("UPDATE" in q["sql"] for q in queries)  # a write the context would have been set before
+    assert not [q for q in queries if "pghistory" in q["sql"]]
+    with CaptureQueriesContext(connection) as queries:
+        created = api.post("/api/v1/items/", {"title": "t", "content": "c"}, format="json")
+    assert created.status_code == 201 and [q for q in queries if "pghistory.context" in q["sql"]]
