@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
+from contextforge.api.params import query_flag
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
 from knowledge import embeddings, importers, selectors, services
@@ -37,21 +38,6 @@ IF_MATCH = OpenApiParameter(
     description="The item's ETag as you read it: the change is made only if it is still the current "
     "version (412 otherwise). Without it the last write wins, and history keeps both versions.",
 )
-
-
-FLAG_INVALID = _("Must be true or false (1 or 0).")
-
-
-def flag(request, name: str) -> bool:
-    """The query parameter ``name`` read as DRF reads a boolean (absent or empty: false). Any other
-    value is a 400: ``?dry_run=nope`` must never run a restore or an import for real."""
-    value = request.query_params.get(name, "")
-    if value == "":
-        return False
-    try:
-        return serializers.BooleanField().to_internal_value(value)
-    except serializers.ValidationError:
-        raise ApplicationError(FLAG_INVALID, field=name) from None
 
 
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
@@ -264,7 +250,7 @@ class SnapshotRestoreApi(APIView):
     )
     def post(self, request, pk: int):
         snapshot = selectors.snapshot_get(projects=request_projects(request), pk=pk)
-        dry_run = flag(request, "dry_run")
+        dry_run = query_flag(request, "dry_run")
         if dry_run:
             plan = services.snapshot_plan(snapshot=snapshot)
         else:
@@ -462,8 +448,8 @@ class ImportCreateApi(APIView):
         project = request_project(request, request.query_params.get("project"), "write")
         name, data = _upload(request)
         format = importers.format_of(request.query_params.get("format"), name, data)
-        prune = flag(request, "prune")
-        if flag(request, "dry_run"):
+        prune = query_flag(request, "prune")
+        if query_flag(request, "dry_run"):
             report = services.import_upload(
                 project=project, format=format, name=name, data=data, dry_run=True, prune=prune
             )

@@ -231,3 +231,11 @@ def test_an_upload_over_the_size_limit_is_refused_by_the_api_the_page_and_the_se
     with pytest.raises(ValidationError, match="larger than 20 bytes"):
         services.import_upload(project=cast.project, format="csv", name="big.csv", data=data.encode())
     assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+@pytest.mark.parametrize("param", ["dry_run", "prune"])
+@pytest.mark.parametrize("value", ["", "maybe"])
+def test_an_empty_or_unknown_import_flag_is_refused_naming_it_and_queues_nothing(admin, param, value):
+    response = upload(admin, "facts.csv", csv_rows(2), **{param: value})
+    assert response.status_code == 400 and param in response.json()
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
