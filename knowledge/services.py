@@ -22,7 +22,7 @@ from psycopg.types import TypeInfo
 from accounts.models import Project
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
-from contextforge.text import text_error
+from contextforge.text import spoofing_error, text_error
 from knowledge import embeddings, importers, selectors
 from knowledge.importers import Record
 from knowledge.models import (
@@ -80,6 +80,8 @@ def clean_tags(tags) -> list[str]:
         raise ValidationError({"tags": TAGS_NOT_A_LIST})
     cleaned: dict[str, None] = {}
     for tag in tags:
+        if error := spoofing_error(tag):
+            raise ValidationError({"tags": error})
         tag = normalize_tag(tag)
         if (
             not tag
@@ -100,7 +102,7 @@ def title_error(title) -> str | None:
         return TITLE_REQUIRED
     if len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
         return TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
-    return text_error(title)
+    return text_error(title) or spoofing_error(title)
 
 
 def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:

@@ -17,6 +17,7 @@ TOO_MANY_FILES = _("{file}: more than {max} files.")
 TOO_LARGE = _("{file}: more than {max} MB once unpacked.")
 ESCAPES = _("{file}: the path {path!r} leaves the archive's folder.")
 SYMLINK = _("{file}: {path!r} is a symbolic link.")
+NUL_IN_NAME = _("{file}: the member name {path!r} holds a NUL character.")
 
 
 def is_zip(name: str, data: bytes) -> bool:
@@ -35,6 +36,10 @@ def _checked(archive: zipfile.ZipFile, file: str) -> list[zipfile.ZipInfo]:
             {"file": TOO_LARGE.format(file=file, max=settings.CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB)}
         )
     for member in members:
+        # zipfile cuts a name at its first NUL ("a.md\0.exe" reads as "a.md"): what a zip tool
+        # shows and what would be imported differ, so such a zip is refused whole.
+        if "\x00" in member.orig_filename:
+            raise ValidationError({"file": NUL_IN_NAME.format(file=file, path=member.orig_filename)})
         path = PurePosixPath(member.filename.replace("\\", "/"))
         if path.is_absolute() or ".." in path.parts or ":" in member.filename:
             raise ValidationError({"file": ESCAPES.format(file=file, path=member.filename)})

@@ -239,3 +239,13 @@ def test_an_empty_or_unknown_import_flag_is_refused_naming_it_and_queues_nothing
     response = upload(admin, "facts.csv", csv_rows(2), **{param: value})
     assert response.status_code == 400 and param in response.json()
     assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+def test_a_zip_member_whose_name_holds_a_nul_is_refused_naming_it_and_writes_nothing(admin):
+    data = zipped({"notes/a.md": "# A\n\nFine.\n", "notes/b.md#.exe": "# B\n\nHidden.\n"})
+    data = data.replace(b"b.md#.exe", b"b.md\x00.exe")
+    for dry_run in ("1", "0"):
+        response = upload(admin, "vault.zip", data, dry_run=dry_run)
+        assert response.status_code == 400, response.content
+        assert "b.md\\x00.exe" in response.json()["file"][0]
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
