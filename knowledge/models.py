@@ -275,6 +275,9 @@ class ImportJob(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When it was queued, then the last time its worker said it was alive (every
+    # CONTEXTFORGE_IMPORT_HEARTBEAT_S): beat fails a job that stopped beating (knowledge.tasks).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -438,7 +438,14 @@ class ImportCreateApi(APIView):
             "application/json": OpenApiTypes.STR,
             "application/x-ndjson": OpenApiTypes.STR,
         },
-        responses={200: s.ImportDryRunOutputSerializer, 202: s.ImportJobOutputSerializer, **COMMON_ERRORS},
+        responses={
+            200: s.ImportDryRunOutputSerializer,
+            202: s.ImportJobOutputSerializer,
+            503: OpenApiResponse(
+                ERROR_RESPONSE, description="The task queue refused the job; none was kept."
+            ),
+            **COMMON_ERRORS,
+        },
         description="Import a file or a zip of files in one of the formats (JSON, JSON Lines, Markdown notes, "
         "agent memory files, ADRs, CSV, a mem0 export). With dry_run, answers what would be created, "
         "updated, skipped and failed, writing nothing; without, queues a job (GET /imports/{id}/). "
@@ -469,3 +476,29 @@ class ImportDetailApi(APIView):
     def get(self, request, pk: int):
         job = selectors.import_job_get(projects=request_projects(request), pk=pk)
         return Response(s.ImportJobOutputSerializer(job).data)
+
+
+class ImportResumeApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="imports_resume",
+        request=None,
+        responses={
+            202: s.ImportJobOutputSerializer,
+            404: ERROR_RESPONSE,
+            409: OpenApiResponse(
+                FIELD_ERRORS, description="The job did not fail, or no longer holds its upload."
+            ),
+            503: OpenApiResponse(
+                ERROR_RESPONSE, description="The task queue refused the job; it stays failed."
+            ),
+        },
+        description="Queue a failed import again (one whose worker stopped, or that failed part way): the "
+        "import is idempotent by source, so it skips what the failed run wrote and imports the rest.",
+    )
+    def post(self, request, pk: int):
+        job = selectors.import_job_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, job.project, "admin")
+        job = services.import_job_resume(job=job)
+        return Response(s.ImportJobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
