@@ -331,6 +331,9 @@ CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 10
 # An uploaded zip is refused, before anything is unpacked, past either limit.
 CONTEXTFORGE_IMPORT_MAX_FILES = env_int("CONTEXTFORGE_IMPORT_MAX_FILES", 10_000, minimum=1)
 CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB", 50, minimum=1)
+# A running import job records a heartbeat this often; one that missed IMPORT_MISSED_BEATS (its worker
+# died) is failed by beat, saying how far it got, and can be resumed.
+CONTEXTFORGE_IMPORT_HEARTBEAT_S = env_int("CONTEXTFORGE_IMPORT_HEARTBEAT_S", 15, minimum=1)
 # Up to this many embedded items PostgreSQL scans the candidates exactly; above it each process ranks
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
 # process (knowledge/ranking/memory.py). The copy is faster at every size, but below this the scan costs
@@ -377,6 +380,10 @@ CELERY_BEAT_SCHEDULE = {
     "purge-import-drafts": {
         "task": "knowledge.tasks.purge_import_drafts",
         "schedule": timedelta(hours=1),
+    },
+    "fail-stale-imports": {
+        "task": "knowledge.tasks.fail_stale_imports",
+        "schedule": timedelta(seconds=2 * CONTEXTFORGE_IMPORT_HEARTBEAT_S),
     },
 }
 

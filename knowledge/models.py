@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from pgvector.django import CosineDistance, VectorField
 
 from accounts.models import Project
+from contextforge.text import without_format_characters
 from knowledge import keywords
 
 TEST_TAG = "test"
@@ -24,9 +25,9 @@ TAG_QUOTES = str.maketrans("", "", "\"'`“”‘’«»")
 
 
 def normalize_tag(tag: str) -> str:
-    """Tags are compared as they are stored: without quotes, stripped and lowercased ("Test " and
-    '"test"' are the test tag)."""
-    return tag.translate(TAG_QUOTES).strip().lower()
+    """Tags are compared as they are stored: in NFKC form, without invisible format characters or
+    quotes, stripped and lowercased ("Test ", '"test"', "te\u200bst" and "ｔｅｓｔ" are the test tag)."""
+    return without_format_characters(tag).translate(TAG_QUOTES).strip().lower()
 
 
 def parse_tags(text: str) -> list[str]:
@@ -308,6 +309,9 @@ class ImportJob(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When it was queued, then the last time its worker said it was alive (every
+    # CONTEXTFORGE_IMPORT_HEARTBEAT_S): beat fails a job that stopped beating (knowledge.tasks).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

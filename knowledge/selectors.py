@@ -223,6 +223,14 @@ def import_job_get(*, projects, pk: int) -> ImportJob:
     )
 
 
+def import_job_resumable(*, job: ImportJob) -> bool:
+    """Whether ``job`` failed and still holds its upload, so that it can run again."""
+    return (
+        job.status == ImportJob.Status.FAILED
+        and ImportJob.objects.filter(pk=job.pk).exclude(payload=b"").exists()
+    )
+
+
 def import_jobs_for(*, projects) -> QuerySet[ImportJob]:
     return (
         ImportJob.objects.filter(project__in=projects).exclude(status=ImportJob.Status.DRAFT).defer("payload")

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from accounts.models import Project
 from accounts.selectors import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
-from contextforge.text import text_error
+from contextforge.text import spoofing_error, text_error
 from knowledge import embeddings, importers, passages, selectors
 from knowledge.importers import Record
 from knowledge.models import (
@@ -81,6 +82,8 @@ def clean_tags(tags) -> list[str]:
         raise ValidationError({"tags": TAGS_NOT_A_LIST})
     cleaned: dict[str, None] = {}
     for tag in tags:
+        if error := spoofing_error(tag):
+            raise ValidationError({"tags": error})
         tag = normalize_tag(tag)
         if (
             not tag
@@ -101,7 +104,7 @@ def title_error(title) -> str | None:
         return TITLE_REQUIRED
     if len(title.strip()) > settings.CONTEXTFORGE_MAX_TITLE_LENGTH:
         return TITLE_TOO_LONG.format(max=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
-    return text_error(title)
+    return text_error(title) or spoofing_error(title)
 
 
 def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
@@ -894,7 +897,8 @@ def import_job_create(
     queue: bool = True,
 ) -> ImportJob:
     """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
-    ``import_job_confirm`` queues); a zip that must not be unpacked is refused now, not by the job."""
+    ``import_job_confirm`` queues); a zip that must not be unpacked, or whose members are corrupt, is
+    refused now, not by the job. A job the task queue refuses is deleted again (ImportNotQueued)."""
     importers.check_format(format)
     _check_size(name, data)
     if importers.archive.is_zip(name, data):
@@ -909,71 +913,193 @@ def import_job_create(
             prune=prune,
             payload=data,
             status=status,
+            heartbeat_at=timezone.now() if queue else None,
         )
         if queue:
-            _queue_import(job)
+            _queue_import(job, undo=lambda: ImportJob.objects.filter(pk=job.pk).delete())
     return job
 
 
-# How long a previewed import waits for its confirmation before it is deleted, upload and all.
+# How long a previewed import waits for its confirmation before it is deleted, upload and all; and how
+# long a failed job keeps its upload to be resumed.
 IMPORT_DRAFT_LIFETIME = timedelta(days=1)
+# A running job that missed this many heartbeats in a row has lost its worker.
+IMPORT_MISSED_BEATS = 3
+# A queued job that no worker started within this long was lost by the queue.
+IMPORT_QUEUED_LIFETIME = timedelta(hours=1)
+IMPORT_NOT_QUEUED = _("The import could not be queued ({reason}); nothing was kept. Try again later.")
+IMPORT_WORKER_LOST = _(
+    "The worker stopped after {done} of {total} items (no heartbeat since {since}); the items it wrote "
+    "are kept. Resume to import the rest."
+)
+IMPORT_NEVER_STARTED = _("No worker started the import within an hour. Resume to queue it again.")
+IMPORT_NOT_RESUMABLE = _("Only a failed import that still holds its upload can be resumed.")
 
 
 def import_drafts_purge() -> int:
-    """Delete the previewed imports left unconfirmed longer than IMPORT_DRAFT_LIFETIME; how many."""
+    """Delete the previewed imports left unconfirmed longer than IMPORT_DRAFT_LIFETIME, and drop the
+    upload of failed ones older than that (they can no longer be resumed); how many drafts."""
     cutoff = timezone.now() - IMPORT_DRAFT_LIFETIME
+    ImportJob.objects.filter(status=ImportJob.Status.FAILED, created_at__lt=cutoff).exclude(
+        payload=b""
+    ).update(payload=b"")
     return ImportJob.objects.filter(status=ImportJob.Status.DRAFT, created_at__lt=cutoff).delete()[0]
 
 
-def _queue_import(job: ImportJob) -> None:
+class ImportNotQueued(ApplicationError):
+    """The task queue refused an import job (HTTP 503); the job was put back as it was before."""
+
+    def __init__(self, reason: str):
+        super().__init__(IMPORT_NOT_QUEUED.format(reason=reason[:200]), status_code=503)
+
+
+def _queue_import(job: ImportJob, *, undo: Callable[[], object]) -> None:
+    """Send ``job`` to a worker once its row is committed; if the broker refuses it, ``undo`` what made
+    it queued (the row is never left queued with no message behind it) and raise ImportNotQueued."""
     from knowledge.tasks import run_import
 
-    transaction.on_commit(lambda: run_import.delay(job.pk))
+    def send() -> None:
+        try:
+            run_import.delay(job.pk)
+        except Exception as exc:  # any broker failure: kombu's, a full or read-only disk, a refused socket
+            logger.exception("import job %s could not be queued", job.pk)
+            undo()
+            raise ImportNotQueued(str(exc) or type(exc).__name__) from exc
+
+    transaction.on_commit(send)
 
 
 def import_job_confirm(*, job: ImportJob) -> ImportJob:
     """Queue a draft import (once: confirming twice queues it once)."""
+
+    def undo() -> None:
+        ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
+            status=ImportJob.Status.DRAFT, heartbeat_at=None
+        )
+
     with transaction.atomic():
         drafts = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.DRAFT)
-        if drafts.update(status=ImportJob.Status.QUEUED):
-            _queue_import(job)
+        if drafts.update(status=ImportJob.Status.QUEUED, heartbeat_at=timezone.now()):
+            _queue_import(job, undo=undo)
     job.refresh_from_db()
     return job
 
 
+def import_job_resume(*, job: ImportJob) -> ImportJob:
+    """Queue a failed import again from its upload. The import is idempotent by source, so the run skips
+    what the failed one wrote and imports the rest."""
+    with transaction.atomic():
+        current = ImportJob.objects.select_for_update().filter(pk=job.pk).defer("payload").get()
+        if current.status != ImportJob.Status.FAILED or not selectors.import_job_resumable(job=current):
+            raise ApplicationError(IMPORT_NOT_RESUMABLE, field="status", status_code=409)
+        before = {f: getattr(current, f) for f in ("done", "total", "result", "error", "finished_at")}
+
+        def undo() -> None:
+            ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
+                status=ImportJob.Status.FAILED, **before
+            )
+
+        ImportJob.objects.filter(pk=job.pk).update(
+            status=ImportJob.Status.QUEUED,
+            done=0,
+            total=0,
+            result={},
+            error="",
+            finished_at=None,
+            heartbeat_at=timezone.now(),
+        )
+        _queue_import(job, undo=undo)
+    job.refresh_from_db()
+    return job
+
+
+def import_jobs_fail_stale() -> int:
+    """Fail the running jobs whose worker stopped beating, saying how far each got, and the queued
+    ones no worker started; both can be resumed. How many."""
+    now = timezone.now()
+    window = timedelta(seconds=settings.CONTEXTFORGE_IMPORT_HEARTBEAT_S * IMPORT_MISSED_BEATS)
+    running = ImportJob.objects.filter(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - window)
+    failed = 0
+    for job in running.defer("payload"):
+        error = IMPORT_WORKER_LOST.format(done=job.done, total=job.total, since=job.heartbeat_at.isoformat())
+        # Only if it did not beat meanwhile: a slow worker that is alive keeps its job.
+        failed += ImportJob.objects.filter(
+            pk=job.pk, status=ImportJob.Status.RUNNING, heartbeat_at=job.heartbeat_at
+        ).update(status=ImportJob.Status.FAILED, error=error, finished_at=now)
+    queued = ImportJob.objects.filter(
+        status=ImportJob.Status.QUEUED, heartbeat_at__lt=now - IMPORT_QUEUED_LIFETIME
+    )
+    failed += queued.update(status=ImportJob.Status.FAILED, error=str(IMPORT_NEVER_STARTED), finished_at=now)
+    if failed:
+        logger.warning("failed %s import job(s) whose worker stopped", failed)
+    return failed
+
+
+class _Heartbeat:
+    """While a job runs, a thread records every CONTEXTFORGE_IMPORT_HEARTBEAT_S that its worker lives:
+    it dies with the process, so a job whose heartbeat stops has lost its worker."""
+
+    def __init__(self, job_id: int):
+        self.job_id = job_id
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"import-{job_id}-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(settings.CONTEXTFORGE_IMPORT_HEARTBEAT_S):
+                try:
+                    ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
+                except Exception:  # the database away for a moment: the next beat tries again
+                    logger.warning("import job %s: heartbeat not recorded", self.job_id, exc_info=True)
+        finally:
+            connection.close()
+
+
 def import_job_run(*, job: ImportJob) -> ImportJob:
-    """Run a queued import, committing batch by batch and recording its progress as it goes; a failure
-    leaves the items it did not reach untouched and says how far it got."""
+    """Run a queued import, committing batch by batch and recording its progress and heartbeat as it
+    goes; a failure leaves the items it did not reach untouched, says how far it got, and keeps the
+    upload so that the job can be resumed."""
     claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.RUNNING
+        status=ImportJob.Status.RUNNING, heartbeat_at=timezone.now()
     )
     if not claimed:  # run already, or running: a task delivered twice does nothing the second time
         return job
 
     def progress(done: int, total: int) -> None:
-        ImportJob.objects.filter(pk=job.pk).update(done=done, total=total)
+        ImportJob.objects.filter(pk=job.pk).update(done=done, total=total, heartbeat_at=timezone.now())
 
     payload = bytes(ImportJob.objects.values_list("payload", flat=True).get(pk=job.pk))
-    fields = {"payload": b"", "finished_at": None}
+    fields: dict = {"finished_at": None}
     try:
-        report = import_upload(
-            project=job.project,
-            format=job.format,
-            name=job.file_name,
-            data=payload,
-            created_by=job.created_by,
-            prune=job.prune,
-            atomic=False,
-            progress=progress,
-        )
+        with _Heartbeat(job.pk):
+            report = import_upload(
+                project=job.project,
+                format=job.format,
+                name=job.file_name,
+                data=payload,
+                created_by=job.created_by,
+                prune=job.prune,
+                atomic=False,
+                progress=progress,
+            )
     except ImportInterrupted as exc:
         current = ImportJob.objects.get(pk=job.pk)
         error = IMPORT_FAILED_AT.format(done=current.done, total=current.total, error=exc)
         fields.update(status=ImportJob.Status.FAILED, result=exc.report.summary(), error=error)
     except ValidationError as exc:
-        fields.update(status=ImportJob.Status.FAILED, error=" ".join(exc.messages))
+        fields.update(status=ImportJob.Status.FAILED, error=" ".join(exc.messages), payload=b"")
     else:
-        fields.update(status=ImportJob.Status.DONE, result=report.summary())
+        fields.update(status=ImportJob.Status.DONE, result=report.summary(), payload=b"")
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()

@@ -33,6 +33,12 @@ def purge_import_drafts() -> int:
 
 
 @shared_task
+def fail_stale_imports() -> int:
+    """Fail the import jobs whose worker stopped beating (services.import_jobs_fail_stale)."""
+    return services.import_jobs_fail_stale()
+
+
+@shared_task
 def run_import(job_id: int) -> str:
     job = ImportJob.objects.select_related("project", "created_by").defer("payload").filter(pk=job_id).first()
     if job is None:  # its project was deleted while it waited

@@ -25,6 +25,7 @@ urlpatterns = [
     path("import/", views.import_page, name="import"),
     path("import/<int:pk>/", views.import_job, name="import-job"),
     path("import/<int:pk>/confirm/", views.import_confirm, name="import-confirm"),
+    path("import/<int:pk>/resume/", views.import_resume, name="import-resume"),
     path("export/", views.export_page, name="export"),
     path("search/", views.search_page, name="search"),
     path("help/ranking", views.help_ranking, name="help-ranking"),

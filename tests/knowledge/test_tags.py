@@ -89,3 +89,61 @@ def test_the_data_migrations_drop_quotes_from_stored_tags_of_items_and_tasks(cas
     importlib.import_module("tasks.migrations.0002_strip_tag_quotes").strip_quotes(apps, None)
     assert KnowledgeItem.objects.get(pk=item.pk).tags == ["ops", "ui"]
     assert Task.objects.get(pk=task.pk).tags == ["db", "api"]
+
+
+SPOOFED_TEST_TAGS = ["te\u200bst", "\ufefftest", "t\u00adest", "ｔｅｓｔ", "te\u2060st"]
+
+
+@pytest.mark.parametrize("tag", SPOOFED_TEST_TAGS)
+def test_a_tag_spelt_with_invisible_or_wide_characters_is_the_test_tag_and_stays_out_of_searches(
+    cast, owner_api, tag
+):
+    created = owner_api.post(
+        "/api/v1/items/",
+        {"title": "Login fixture", "content": "login test data", "tags": [tag, "o\u200bps"]},
+        format="json",
+    )
+    assert created.status_code == 201 and created.json()["tags"] == ["test", "ops"]
+    real = make_item(cast.project, "Login flow", "login uses a session cookie")
+    results = owner_api.post("/api/v1/search/", {"query": "login"}, format="json").json()["results"]
+    assert [hit["item"]["id"] for hit in results] == [real.pk]
+
+
+@pytest.mark.parametrize("field", ["title", "tags"])
+@pytest.mark.parametrize(
+    "char", ["\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069", "\u202a", "\uffff"]
+)
+def test_a_bidi_override_or_isolate_or_noncharacter_in_a_title_or_tag_is_refused_naming_the_field(
+    cast, owner_api, field, char
+):
+    body = {"title": "Invoice", "content": "Totals are in cents.", "tags": ["billing"]}
+    body[field] = [f"bill{char}gnp.exe"] if field == "tags" else f"Invoice {char}fdp.exe"
+    response = owner_api.post("/api/v1/items/", body, format="json")
+    assert response.status_code == 400 and list(response.json()) == [field]
+    assert not KnowledgeItem.objects.exists()
+
+
+def test_a_task_title_or_tag_with_a_right_to_left_override_is_refused(cast, owner_api):
+    for body in ({"title": "Pay \u202eexe.fdp"}, {"title": "Pay", "tags": ["x\u2067y"]}):
+        response = owner_api.post("/api/v1/tasks/", body, format="json")
+        assert response.status_code == 400 and list(response.json()) == [next(reversed(body))]
+
+
+def test_the_dashboard_tag_input_reads_tags_with_zero_width_characters_as_plain_tags():
+    from knowledge.models import parse_tags
+
+    assert parse_tags("te\u200bst, O\u200dps ＵＩ") == ["test", "ops", "ui"]
+
+
+def test_the_data_migrations_normalize_stored_tags_of_items_and_tasks(cast):
+    from tasks.models import Task
+    from tests.tasks.factories import make_task
+
+    item = make_item(cast.project, "Paging", "Who gets paged")
+    task = make_task(cast.project, "Page less")
+    KnowledgeItem.objects.filter(pk=item.pk).update(tags=["te\u200bst", "ｏｐｓ", "ops", "\u202eui"])
+    Task.objects.filter(pk=task.pk).update(tags=["\ufeffdb", "db"])
+    importlib.import_module("knowledge.migrations.0015_tags_nfkc").normalize_tags(apps, None)
+    importlib.import_module("tasks.migrations.0004_tags_nfkc").normalize_tags(apps, None)
+    assert KnowledgeItem.objects.get(pk=item.pk).tags == ["test", "ops", "ui"]
+    assert Task.objects.get(pk=task.pk).tags == ["db"]

@@ -74,3 +74,16 @@ def test_deleting_in_the_admin_brings_the_wish_back(wish_task, admin_client):
     response = admin_client.post(f"/admin/tasks/task/{wish_task.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302 and not Task.objects.filter(pk=wish_task.pk).exists()
     assert KnowledgeItem.objects.get(pk=wish_task.source_item_id).archived_at is None
+
+
+@pytest.mark.parametrize("wish", ["", "garbage"])
+def test_a_wish_that_is_no_choice_is_refused_even_for_a_task_of_no_wish(cast, owner_api, wish):
+    task = make_task(cast.project, "Plain")
+    response = owner_api.delete(f"/api/v1/tasks/{task.pk}/?wish={wish}")
+    assert response.status_code == 400 and "wish" in response.json()
+    assert Task.objects.filter(pk=task.pk).exists()
+
+
+def test_an_empty_status_filter_is_refused_naming_it(cast, owner_api):
+    response = owner_api.get("/api/v1/tasks/?status=")
+    assert response.status_code == 400 and "status" in response.json()
