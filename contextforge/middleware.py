@@ -3,12 +3,14 @@ from __future__ import annotations
 import logging
 import sys
 
+from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.handlers.exception import response_for_exception
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from pghistory.middleware import HistoryMiddleware
@@ -42,6 +44,24 @@ class HistoryContextMiddleware(HistoryMiddleware):
 
     def get_context(self, request) -> dict:
         return {**super().get_context(request), "channel": channel_of(request.path)}
+
+
+class NoStoreMiddleware:
+    """What is answered to someone signed in (a session cookie, or a key in the Authorization header) is
+    never kept by a browser's or a proxy's cache: a shared computer's back button or a caching proxy
+    would show it to the next person. Decided from the request alone, without reading the session."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        personal = settings.SESSION_COOKIE_NAME in request.COOKIES or "HTTP_AUTHORIZATION" in request.META
+        if (personal or settings.SESSION_COOKIE_NAME in response.cookies) and not request.path.startswith(
+            "/static/"
+        ):
+            add_never_cache_headers(response)
+        return response
 
 
 class RejectNulMiddleware:

@@ -100,6 +100,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "contextforge.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
     "contextforge.middleware.RejectNulMiddleware",
     "contextforge.middleware.FailureResponseMiddleware",
@@ -363,3 +364,13 @@ LOGGING = {
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
+
+# Behind a reverse proxy that ends TLS (README, "HTTPS behind a reverse proxy"): the proxy says a request
+# came over https in X-Forwarded-Proto, and must set it itself (drop what a client sent).
+CONTEXTFORGE_HTTPS = env_bool("CONTEXTFORGE_HTTPS", False)
+if CONTEXTFORGE_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a container's health probe speaks plain http to the port
+    SECURE_HSTS_SECONDS = env_int("CONTEXTFORGE_HSTS_SECONDS", 31_536_000)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True
