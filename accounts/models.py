@@ -146,3 +146,15 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class PasswordResetRequest(models.Model):
+    """A password-reset mail someone asked for, kept an hour to throttle them per address and account."""
+
+    address = models.GenericIPAddressField()
+    # SHA-256 of the lower-cased e-mail address entered (a user's or not): the address itself is not kept.
+    account = models.CharField(max_length=64)
+    requested_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.address} at {self.requested_at:%Y-%m-%d %H:%M}"

@@ -18,6 +18,7 @@ from accounts.models import (
     ApiKey,
     Invitation,
     Membership,
+    PasswordResetRequest,
     Project,
     Role,
     Scope,
@@ -36,6 +37,10 @@ ALREADY_MEMBER = _("{username} is a member of this project already.")
 LAST_ADMIN = _("A project keeps at least one admin: make someone else admin first.")
 INVITATION_INVALID = _("This invitation link is unknown, used already or expired.")
 INVITATION_DAYS_INVALID = _("An invitation is valid for 1 to {max} days.")
+# Password-reset mail: at most this many asked for per address, and per e-mail address, in the window.
+PASSWORD_RESETS_PER_ADDRESS = 5
+PASSWORD_RESETS_PER_ACCOUNT = 3
+PASSWORD_RESET_WINDOW = timedelta(hours=1)
 # An invitation link is valid this long unless its creator says otherwise, and never longer than the maximum.
 INVITATION_DAYS = 7
 INVITATION_MAX_DAYS = 90
@@ -297,3 +302,21 @@ def user_ensure(*, username: str, password: str | None = None, superuser: bool =
             user.set_unusable_password()
         user.save()
     return user, created
+
+
+@transaction.atomic
+def password_reset_request(*, address: str, email: str, now: datetime | None = None) -> bool:
+    """Count a password-reset mail asked for from ``address`` for ``email``: False (and nothing counted)
+    when that address or that e-mail address has asked too often within the window. Whether an account
+    has that e-mail address plays no part, so the answer reveals nothing."""
+    now = now or timezone.now()
+    PasswordResetRequest.objects.filter(requested_at__lte=now - PASSWORD_RESET_WINDOW).delete()
+    account = hash_secret(email.strip().lower())
+    recent = PasswordResetRequest.objects.filter(requested_at__gt=now - PASSWORD_RESET_WINDOW)
+    if (
+        recent.filter(address=address).count() >= PASSWORD_RESETS_PER_ADDRESS
+        or recent.filter(account=account).count() >= PASSWORD_RESETS_PER_ACCOUNT
+    ):
+        return False
+    PasswordResetRequest.objects.create(address=address, account=account, requested_at=now)
+    return True

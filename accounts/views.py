@@ -3,11 +3,12 @@ from __future__ import annotations
 import json
 import math
 
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_ip_address, get_cool_off
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import PasswordResetView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -26,6 +27,7 @@ NEW_KEY_SECRET = "new_key_secret"
 NEW_INVITATION_URL = "new_invitation_url"
 ADMINS_ONLY = gettext_lazy("Only the project's admins may do this.")
 MCP_PATH = "/mcp"
+TOO_MANY_RESETS = gettext_lazy("Too many password-reset links were asked for. Try again in an hour.")
 
 
 def _safe_next(request, fallback: str) -> str:
@@ -335,3 +337,17 @@ def login_locked_out(request, original_response=None, credentials=None):
     ) % {"minutes": minutes}
     context = {"form": AuthenticationForm(request), "locked_out": message}
     return render(request, "registration/login.html", context, status=429)
+
+
+class ThrottledPasswordResetView(PasswordResetView):
+    """Django's password reset, with mail throttled per address and per e-mail address
+    (services.password_reset_request); a refusal is the form again with a 429."""
+
+    def form_valid(self, form):
+        allowed = services.password_reset_request(
+            address=get_client_ip_address(self.request), email=form.cleaned_data["email"]
+        )
+        if not allowed:
+            form.add_error(None, TOO_MANY_RESETS)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().form_valid(form)

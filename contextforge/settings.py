@@ -187,7 +187,9 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = 11  # ten failures are answered as wrong; the 11th within the cool-off locks out
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A username is locked out only at the address its failures came from (another address still signs in),
+# and an address that fails over many usernames is locked out whatever the username.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_LOCKOUT_CALLABLE = "accounts.views.login_locked_out"
 # Password-reset mail: printed on the console unless DJANGO_EMAIL_URL names a server
 # (smtp://user:password@host:587/?tls=True, or submission://… for STARTTLS on 587).
