@@ -320,6 +320,23 @@ CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, mi
 # the search that finds it absent loads it and waits.
 CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = env_bool("CONTEXTFORGE_MATRIX_BACKGROUND_LOAD", True)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
+
+
+def _networks(name: str) -> list[str]:
+    import ipaddress
+
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name} must list CIDR networks (10.0.0.0/8,::1/128), got {network!r}")
+    return networks
+
+
+# Remote repositories are fetched from public addresses only; these networks are allowed besides
+# (a company's git server on 10.1.2.3: 10.1.2.3/32).
+CONTEXTFORGE_GIT_ALLOWED_NETWORKS = _networks("CONTEXTFORGE_GIT_ALLOWED_NETWORKS")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)
 # Every git command is killed past this many seconds; over https git also gives up on a transfer that

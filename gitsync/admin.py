@@ -30,15 +30,10 @@ class RepositoryAdminForm(forms.ModelForm):
             )
 
     def clean_url(self):
-        from django.conf import settings
         from django.core.exceptions import ValidationError
 
-        from gitsync.sources import validate_source
-
         try:
-            return validate_source(
-                self.cleaned_data["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS
-            )
+            return services.source_check(self.cleaned_data["url"])
         except ValidationError as exc:
             raise ValidationError(exc.message_dict["url"]) from None
 

@@ -96,6 +96,17 @@ def _copies_load_in_the_search(settings):
     settings.CONTEXTFORGE_MATRIX_BACKGROUND_LOAD = False
 
 
+# The suite's git servers (git daemon, an https server, silent listeners) listen on loopback, which
+# repositories may reach only when an installation allows it (tests/gitsync/test_internal_addresses.py
+# empties the list to check the refusals).
+TEST_GIT_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture(autouse=True)
+def _loopback_git_servers_allowed(settings):
+    settings.CONTEXTFORGE_GIT_ALLOWED_NETWORKS = TEST_GIT_ALLOWED_NETWORKS
+
+
 @dataclass
 class Cast:
     project: Project
