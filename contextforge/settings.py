@@ -330,7 +330,8 @@ def _networks(name: str) -> list[str]:
         try:
             ipaddress.ip_network(network, strict=False)
         except ValueError:
-            raise ImproperlyConfigured(f"{name} must list CIDR networks (10.0.0.0/8,::1/128), got {network!r}")
+            message = f"{name} must list CIDR networks (10.0.0.0/8,::1/128), got {network!r}"
+            raise ImproperlyConfigured(message) from None
     return networks
 
 
