@@ -32,7 +32,6 @@ NAME_TOO_LONG = _("A project name has at most {max} characters.")
 SLUG_INVALID = _("A slug is 1 to 100 lowercase letters, digits, hyphens or underscores.")
 SLUG_TAKEN = _("A project with this slug exists already.")
 ROLE_INVALID = _("Not a role: choose one of {choices}.")
-USER_UNKNOWN = _("No user named “{username}”.")
 ALREADY_MEMBER = _("{username} is a member of this project already.")
 LAST_ADMIN = _("A project keeps at least one admin: make someone else admin first.")
 INVITATION_INVALID = _("This invitation link is unknown, used already or expired.")
@@ -208,18 +207,48 @@ def _ensure_another_admin(membership: Membership, field: str) -> None:
 
 
 @transaction.atomic
-def membership_add(*, project: Project, username: str, role: str = Role.MEMBER) -> Membership:
-    """Invite by username: the user becomes a member at once."""
+def invitation_address(
+    *, project: Project, username: str, created_by, role: str = Role.MEMBER, days: int = INVITATION_DAYS
+) -> None:
+    """Invite someone by username: they join when they accept. Whether the name is a user's, or a
+    member's already, changes nothing the caller can see (an invitation to a name nobody has is kept,
+    and never accepted); a member already, or a waiting invitation to the name, makes nothing new."""
     _check_role(role)
-    user = get_user_model().objects.filter(username=username.strip(), is_active=True).first()
-    if user is None:
-        raise ValidationError({"username": USER_UNKNOWN.format(username=username.strip())})
-    membership, created = Membership.objects.get_or_create(
-        user=user, project=project, defaults={"role": role}
+    if not isinstance(days, int) or not 1 <= days <= INVITATION_MAX_DAYS:
+        raise ValidationError({"days": INVITATION_DAYS_INVALID.format(max=INVITATION_MAX_DAYS)})
+    username = username.strip()
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is not None and Membership.objects.filter(user=user, project=project).exists():
+        return
+    if Invitation.objects.open(timezone.now()).filter(project=project, invitee_username=username).exists():
+        return
+    Invitation.objects.create(
+        project=project,
+        role=role,
+        created_by=created_by,
+        hashed_token=hash_secret(secrets.token_urlsafe(32)),  # no link: the token is never shown
+        expires_at=timezone.now() + timedelta(days=days),
+        invitee_username=username,
+        invitee=user,
     )
-    if not created:
-        raise ValidationError({"username": ALREADY_MEMBER.format(username=user.username)})
-    return membership
+
+
+@transaction.atomic
+def invitation_accept_addressed(*, invitation: Invitation, user, now: datetime | None = None) -> Membership:
+    """The invitee accepts an invitation addressed to them (an installation admin may, for them)."""
+    now = now or timezone.now()
+    locked = Invitation.objects.open(now).select_for_update().filter(pk=invitation.pk, invitee=user).first()
+    if locked is None:
+        raise ValidationError({"invitation": INVITATION_INVALID})
+    if Membership.objects.filter(user=user, project_id=locked.project_id).exists():
+        raise ValidationError({"invitation": ALREADY_MEMBER.format(username=user.username)})
+    locked.accepted_by, locked.accepted_at = user, now
+    locked.save(update_fields=["accepted_by", "accepted_at"])
+    return Membership.objects.create(user=user, project_id=locked.project_id, role=locked.role)
+
+
+def invitation_decline(*, invitation: Invitation) -> None:
+    invitation.delete()
 
 
 @transaction.atomic
@@ -274,7 +303,10 @@ def invitation_accept(*, token: str, user, now: datetime | None = None) -> Membe
     role, and the link stays usable for someone else)."""
     now = now or timezone.now()
     invitation = (
-        Invitation.objects.open(now).select_for_update().filter(hashed_token=hash_secret(token)).first()
+        Invitation.objects.open(now)
+        .select_for_update()
+        .filter(hashed_token=hash_secret(token), invitee_username="")
+        .first()
     )
     if invitation is None:
         raise ValidationError({"invitation": INVITATION_INVALID})

@@ -132,8 +132,36 @@ def _choose(request, project: Project | None) -> None:
 
 @require_GET
 def project_list(request):
-    context = {"projects": selectors.projects_with_role(user=request.user)}
+    context = {
+        "projects": selectors.projects_with_role(user=request.user),
+        "invitations": selectors.invitations_for(user=request.user),
+    }
     return render(request, "accounts/project_list.html", context)
+
+
+@require_POST
+def my_invitation_accept(request, pk: int):
+    invitation = get_object_or_404(selectors.invitations_for(user=request.user), pk=pk)
+    try:
+        membership = services.invitation_accept_addressed(invitation=invitation, user=request.user)
+    except ValidationError as exc:
+        _report(request, exc)
+        return redirect("projects:list")
+    _choose(request, membership.project)
+    messages.success(
+        request,
+        _("Welcome to “%(name)s”: you are a %(role)s.")
+        % {"name": membership.project.name, "role": membership.get_role_display().lower()},
+    )
+    return redirect("projects:list")
+
+
+@require_POST
+def my_invitation_decline(request, pk: int):
+    invitation = get_object_or_404(selectors.invitations_for(user=request.user), pk=pk)
+    services.invitation_decline(invitation=invitation)
+    messages.success(request, _("Invitation declined."))
+    return redirect("projects:list")
 
 
 @require_http_methods(["GET", "POST"])
@@ -214,14 +242,18 @@ def member_add(request, slug: str):
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
-            membership = services.membership_add(project=project, **form.cleaned_data)
+            services.invitation_address(project=project, created_by=request.user, **form.cleaned_data)
         except ValidationError as exc:
             _report(request, exc)
         else:
+            # The same words whether the name is a user's or not (see services.invitation_address).
             messages.success(
                 request,
-                _("%(username)s is now a member (%(role)s).")
-                % {"username": membership.user.username, "role": membership.get_role_display()},
+                _(
+                    "If %(username)s has an account and is not a member yet, they are invited; they join "
+                    "when they accept."
+                )
+                % {"username": form.cleaned_data["username"].strip()},
             )
     else:
         _report(request, ValidationError(form.errors))
