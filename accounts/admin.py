@@ -1,5 +1,8 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
+from accounts import services
 from accounts.models import ApiKey, Invitation, Membership, Project
 
 
@@ -36,6 +39,37 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):
-    list_display = ["project", "role", "created_by", "created_at", "expires_at", "accepted_by", "accepted_at"]
+    list_display = [
+        "project",
+        "role",
+        "invitee_username",
+        "created_by",
+        "created_at",
+        "expires_at",
+        "accepted_by",
+        "accepted_at",
+    ]
     list_filter = ["role"]
-    readonly_fields = ["hashed_token", "created_by", "created_at", "accepted_by", "accepted_at"]
+    readonly_fields = [
+        "hashed_token",
+        "created_by",
+        "created_at",
+        "accepted_by",
+        "accepted_at",
+        "invitee_username",
+        "invitee",
+    ]
+    actions = ["accept_for_invitee"]
+
+    @admin.action(description=_("Accept for the invited user"))
+    def accept_for_invitee(self, request, queryset):
+        """An installation admin accepts addressed invitations on their invitee's behalf."""
+        accepted = 0
+        for invitation in queryset.filter(invitee__isnull=False):
+            try:
+                services.invitation_accept_addressed(invitation=invitation, user=invitation.invitee)
+            except ValidationError as exc:
+                self.message_user(request, f"{invitation}: {' '.join(exc.messages)}", messages.WARNING)
+            else:
+                accepted += 1
+        self.message_user(request, _("Accepted %(n)d invitation(s).") % {"n": accepted}, messages.SUCCESS)

@@ -88,7 +88,9 @@ class InvitationQuerySet(models.QuerySet):
 
 
 class Invitation(models.Model):
-    """A one-time link that makes whoever accepts it (signed in) a member with ``role``."""
+    """A one-time link that makes whoever accepts it (signed in) a member with ``role``; or, addressed to
+    a username, an invitation that only that user accepts (on the dashboard, through the API, or an
+    installation admin for them). Nobody joins a project without accepting."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
@@ -102,6 +104,12 @@ class Invitation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     accepted_at = models.DateTimeField(null=True, blank=True)
+    # Addressed invitations: the name the admin typed, and its user if there is one. An invitation to a
+    # name nobody has is kept the same way (and never accepted), so that nothing tells the two apart.
+    invitee_username = models.CharField(max_length=150, blank=True)
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
 
     objects = InvitationQuerySet.as_manager()
 
@@ -109,7 +117,8 @@ class Invitation(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.project} ({self.role}) until {self.expires_at:%Y-%m-%d}"
+        to = f" for {self.invitee_username}" if self.invitee_username else ""
+        return f"{self.project} ({self.role}){to} until {self.expires_at:%Y-%m-%d}"
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -146,3 +155,15 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class PasswordResetRequest(models.Model):
+    """A password-reset mail someone asked for, kept an hour to throttle them per address and account."""
+
+    address = models.GenericIPAddressField()
+    # SHA-256 of the lower-cased e-mail address entered (a user's or not): the address itself is not kept.
+    account = models.CharField(max_length=64)
+    requested_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.address} at {self.requested_at:%Y-%m-%d %H:%M}"

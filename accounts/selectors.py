@@ -89,12 +89,22 @@ def open_invitations(*, project: Project) -> QuerySet[Invitation]:
 
 
 def invitation_by_token(*, token: str) -> Invitation | None:
-    """An invitation that may still be accepted, by the token of its link."""
+    """An invitation link that may still be accepted, by its token."""
     return (
         Invitation.objects.open(timezone.now())
         .select_related("project")
-        .filter(hashed_token=hash_secret(token))
+        .filter(hashed_token=hash_secret(token), invitee_username="")
         .first()
+    )
+
+
+def invitations_for(*, user) -> QuerySet[Invitation]:
+    """The invitations addressed to ``user`` that they may still accept or decline."""
+    return (
+        Invitation.objects.open(timezone.now())
+        .filter(invitee=user)
+        .select_related("project", "created_by")
+        .order_by("-created_at")
     )
 
 

@@ -19,6 +19,7 @@ from accounts.models import (
     ApiKey,
     Invitation,
     Membership,
+    PasswordResetRequest,
     Project,
     Role,
     Scope,
@@ -33,11 +34,14 @@ NAME_TOO_LONG = _("A project name has at most {max} characters.")
 SLUG_INVALID = _("A slug is 1 to 100 lowercase letters, digits, hyphens or underscores.")
 SLUG_TAKEN = _("A project with this slug exists already.")
 ROLE_INVALID = _("Not a role: choose one of {choices}.")
-USER_UNKNOWN = _("No user named “{username}”.")
 ALREADY_MEMBER = _("{username} is a member of this project already.")
 LAST_ADMIN = _("A project keeps at least one admin: make someone else admin first.")
 INVITATION_INVALID = _("This invitation link is unknown, used already or expired.")
 INVITATION_DAYS_INVALID = _("An invitation is valid for 1 to {max} days.")
+# Password-reset mail: at most this many asked for per address, and per e-mail address, in the window.
+PASSWORD_RESETS_PER_ADDRESS = 5
+PASSWORD_RESETS_PER_ACCOUNT = 3
+PASSWORD_RESET_WINDOW = timedelta(hours=1)
 # An invitation link is valid this long unless its creator says otherwise, and never longer than the maximum.
 INVITATION_DAYS = 7
 INVITATION_MAX_DAYS = 90
@@ -223,18 +227,48 @@ def _ensure_another_admin(membership: Membership, field: str) -> None:
 
 
 @transaction.atomic
-def membership_add(*, project: Project, username: str, role: str = Role.MEMBER) -> Membership:
-    """Invite by username: the user becomes a member at once."""
+def invitation_address(
+    *, project: Project, username: str, created_by, role: str = Role.MEMBER, days: int = INVITATION_DAYS
+) -> None:
+    """Invite someone by username: they join when they accept. Whether the name is a user's, or a
+    member's already, changes nothing the caller can see (an invitation to a name nobody has is kept,
+    and never accepted); a member already, or a waiting invitation to the name, makes nothing new."""
     _check_role(role)
-    user = get_user_model().objects.filter(username=username.strip(), is_active=True).first()
-    if user is None:
-        raise ValidationError({"username": USER_UNKNOWN.format(username=username.strip())})
-    membership, created = Membership.objects.get_or_create(
-        user=user, project=project, defaults={"role": role}
+    if not isinstance(days, int) or not 1 <= days <= INVITATION_MAX_DAYS:
+        raise ValidationError({"days": INVITATION_DAYS_INVALID.format(max=INVITATION_MAX_DAYS)})
+    username = username.strip()
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is not None and Membership.objects.filter(user=user, project=project).exists():
+        return
+    if Invitation.objects.open(timezone.now()).filter(project=project, invitee_username=username).exists():
+        return
+    Invitation.objects.create(
+        project=project,
+        role=role,
+        created_by=created_by,
+        hashed_token=hash_secret(secrets.token_urlsafe(32)),  # no link: the token is never shown
+        expires_at=timezone.now() + timedelta(days=days),
+        invitee_username=username,
+        invitee=user,
     )
-    if not created:
-        raise ValidationError({"username": ALREADY_MEMBER.format(username=user.username)})
-    return membership
+
+
+@transaction.atomic
+def invitation_accept_addressed(*, invitation: Invitation, user, now: datetime | None = None) -> Membership:
+    """The invitee accepts an invitation addressed to them (an installation admin may, for them)."""
+    now = now or timezone.now()
+    locked = Invitation.objects.open(now).select_for_update().filter(pk=invitation.pk, invitee=user).first()
+    if locked is None:
+        raise ValidationError({"invitation": INVITATION_INVALID})
+    if Membership.objects.filter(user=user, project_id=locked.project_id).exists():
+        raise ValidationError({"invitation": ALREADY_MEMBER.format(username=user.username)})
+    locked.accepted_by, locked.accepted_at = user, now
+    locked.save(update_fields=["accepted_by", "accepted_at"])
+    return Membership.objects.create(user=user, project_id=locked.project_id, role=locked.role)
+
+
+def invitation_decline(*, invitation: Invitation) -> None:
+    invitation.delete()
 
 
 @transaction.atomic
@@ -289,7 +323,10 @@ def invitation_accept(*, token: str, user, now: datetime | None = None) -> Membe
     role, and the link stays usable for someone else)."""
     now = now or timezone.now()
     invitation = (
-        Invitation.objects.open(now).select_for_update().filter(hashed_token=hash_secret(token)).first()
+        Invitation.objects.open(now)
+        .select_for_update()
+        .filter(hashed_token=hash_secret(token), invitee_username="")
+        .first()
     )
     if invitation is None:
         raise ValidationError({"invitation": INVITATION_INVALID})
@@ -317,3 +354,21 @@ def user_ensure(*, username: str, password: str | None = None, superuser: bool =
             user.set_unusable_password()
         user.save()
     return user, created
+
+
+@transaction.atomic
+def password_reset_request(*, address: str, email: str, now: datetime | None = None) -> bool:
+    """Count a password-reset mail asked for from ``address`` for ``email``: False (and nothing counted)
+    when that address or that e-mail address has asked too often within the window. Whether an account
+    has that e-mail address plays no part, so the answer reveals nothing."""
+    now = now or timezone.now()
+    PasswordResetRequest.objects.filter(requested_at__lte=now - PASSWORD_RESET_WINDOW).delete()
+    account = hash_secret(email.strip().lower())
+    recent = PasswordResetRequest.objects.filter(requested_at__gt=now - PASSWORD_RESET_WINDOW)
+    if (
+        recent.filter(address=address).count() >= PASSWORD_RESETS_PER_ADDRESS
+        or recent.filter(account=account).count() >= PASSWORD_RESETS_PER_ACCOUNT
+    ):
+        return False
+    PasswordResetRequest.objects.create(address=address, account=account, requested_at=now)
+    return True

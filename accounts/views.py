@@ -3,11 +3,12 @@ from __future__ import annotations
 import json
 import math
 
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_ip_address, get_cool_off
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import PasswordResetView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -26,6 +27,7 @@ NEW_KEY_SECRET = "new_key_secret"
 NEW_INVITATION_URL = "new_invitation_url"
 ADMINS_ONLY = gettext_lazy("Only the project's admins may do this.")
 MCP_PATH = "/mcp"
+TOO_MANY_RESETS = gettext_lazy("Too many password-reset links were asked for. Try again in an hour.")
 
 
 def _safe_next(request, fallback: str) -> str:
@@ -130,8 +132,36 @@ def _choose(request, project: Project | None) -> None:
 
 @require_GET
 def project_list(request):
-    context = {"projects": selectors.projects_with_role(user=request.user)}
+    context = {
+        "projects": selectors.projects_with_role(user=request.user),
+        "invitations": selectors.invitations_for(user=request.user),
+    }
     return render(request, "accounts/project_list.html", context)
+
+
+@require_POST
+def my_invitation_accept(request, pk: int):
+    invitation = get_object_or_404(selectors.invitations_for(user=request.user), pk=pk)
+    try:
+        membership = services.invitation_accept_addressed(invitation=invitation, user=request.user)
+    except ValidationError as exc:
+        _report(request, exc)
+        return redirect("projects:list")
+    _choose(request, membership.project)
+    messages.success(
+        request,
+        _("Welcome to “%(name)s”: you are a %(role)s.")
+        % {"name": membership.project.name, "role": membership.get_role_display().lower()},
+    )
+    return redirect("projects:list")
+
+
+@require_POST
+def my_invitation_decline(request, pk: int):
+    invitation = get_object_or_404(selectors.invitations_for(user=request.user), pk=pk)
+    services.invitation_decline(invitation=invitation)
+    messages.success(request, _("Invitation declined."))
+    return redirect("projects:list")
 
 
 @require_http_methods(["GET", "POST"])
@@ -212,14 +242,18 @@ def member_add(request, slug: str):
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
-            membership = services.membership_add(project=project, **form.cleaned_data)
+            services.invitation_address(project=project, created_by=request.user, **form.cleaned_data)
         except ValidationError as exc:
             _report(request, exc)
         else:
+            # The same words whether the name is a user's or not (see services.invitation_address).
             messages.success(
                 request,
-                _("%(username)s is now a member (%(role)s).")
-                % {"username": membership.user.username, "role": membership.get_role_display()},
+                _(
+                    "If %(username)s has an account and is not a member yet, they are invited; they join "
+                    "when they accept."
+                )
+                % {"username": form.cleaned_data["username"].strip()},
             )
     else:
         _report(request, ValidationError(form.errors))
@@ -335,3 +369,17 @@ def login_locked_out(request, original_response=None, credentials=None):
     ) % {"minutes": minutes}
     context = {"form": AuthenticationForm(request), "locked_out": message}
     return render(request, "registration/login.html", context, status=429)
+
+
+class ThrottledPasswordResetView(PasswordResetView):
+    """Django's password reset, with mail throttled per address and per e-mail address
+    (services.password_reset_request); a refusal is the form again with a 429."""
+
+    def form_valid(self, form):
+        allowed = services.password_reset_request(
+            address=get_client_ip_address(self.request), email=form.cleaned_data["email"]
+        )
+        if not allowed:
+            form.add_error(None, TOO_MANY_RESETS)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().form_valid(form)

@@ -17,6 +17,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.template.loader import render_to_string
+from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django_htmx.middleware import HtmxMiddleware
@@ -106,6 +107,24 @@ class HistoryContextMiddleware(HistoryMiddleware):
             # As pghistory's own middleware: a user DRF authenticates in the view joins the context.
             request.__class__ = ASGIRequest if isinstance(request, DjangoASGIRequest) else WSGIRequest
         return None
+
+
+class NoStoreMiddleware:
+    """What is answered to someone signed in (a session cookie, or a key in the Authorization header) is
+    never kept by a browser's or a proxy's cache: a shared computer's back button or a caching proxy
+    would show it to the next person. Decided from the request alone, without reading the session."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        personal = settings.SESSION_COOKIE_NAME in request.COOKIES or "HTTP_AUTHORIZATION" in request.META
+        if (personal or settings.SESSION_COOKIE_NAME in response.cookies) and not request.path.startswith(
+            "/static/"
+        ):
+            add_never_cache_headers(response)
+        return response
 
 
 class RejectNulMiddleware:

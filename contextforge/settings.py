@@ -103,6 +103,7 @@ INSTALLED_APPS = [
 # locale stays on both: the API answers its errors in the request's language.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "contextforge.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
     "contextforge.middleware.RejectNulMiddleware",
     "contextforge.middleware.FailureResponseMiddleware",
@@ -213,7 +214,9 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = 11  # ten failures are answered as wrong; the 11th within the cool-off locks out
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A username is locked out only at the address its failures came from (another address still signs in),
+# and an address that fails over many usernames is locked out whatever the username.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_LOCKOUT_CALLABLE = "accounts.views.login_locked_out"
 # Password-reset mail: printed on the console unless DJANGO_EMAIL_URL names a server
 # (smtp://user:password@host:587/?tls=True, or submission://… for STARTTLS on 587).
@@ -347,6 +350,24 @@ CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, mi
 # float32 product; smaller ones by the float32 product alone, which costs less below it.
 CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS = env_int("CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS", 8_000, minimum=0)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
+
+
+def _networks(name: str) -> list[str]:
+    import ipaddress
+
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            message = f"{name} must list CIDR networks (10.0.0.0/8,::1/128), got {network!r}"
+            raise ImproperlyConfigured(message) from None
+    return networks
+
+
+# Remote repositories are fetched from public addresses only; these networks are allowed besides
+# (a company's git server on 10.1.2.3: 10.1.2.3/32).
+CONTEXTFORGE_GIT_ALLOWED_NETWORKS = _networks("CONTEXTFORGE_GIT_ALLOWED_NETWORKS")
 CONTEXTFORGE_GIT_HISTORY_DAYS = env_int("CONTEXTFORGE_GIT_HISTORY_DAYS", 180, minimum=1)
 CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, minimum=1)
 # Every git command is killed past this many seconds; over https git also gives up on a transfer that
@@ -402,3 +423,13 @@ LOGGING = {
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
+
+# Behind a reverse proxy that ends TLS (README, "HTTPS behind a reverse proxy"): the proxy says a request
+# came over https in X-Forwarded-Proto, and must set it itself (drop what a client sent).
+CONTEXTFORGE_HTTPS = env_bool("CONTEXTFORGE_HTTPS", False)
+if CONTEXTFORGE_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a container's health probe speaks plain http to the port
+    SECURE_HSTS_SECONDS = env_int("CONTEXTFORGE_HSTS_SECONDS", 31_536_000)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True

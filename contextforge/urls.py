@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.views import ThrottledPasswordResetView
 from contextforge import views
 
 api_v1 = [
@@ -18,6 +19,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("accounts/password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/v1/", include((api_v1, "api"))),

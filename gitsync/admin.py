@@ -28,19 +28,12 @@ class RepositoryAdminForm(forms.ModelForm):
             self.fields["credential"].help_text = _(
                 "A credential is set. Type a new one to replace it; empty keeps it."
             )
-        else:
-            del self.fields["clear_credential"]
 
     def clean_url(self):
-        from django.conf import settings
         from django.core.exceptions import ValidationError
 
-        from gitsync.sources import validate_source
-
         try:
-            return validate_source(
-                self.cleaned_data["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS
-            )
+            return services.source_check(self.cleaned_data["url"])
         except ValidationError as exc:
             raise ValidationError(exc.message_dict["url"]) from None
 
@@ -69,6 +62,14 @@ class RepositoryAdmin(admin.ModelAdmin):
         "webhook_secret",
     ]
     actions = ["sync_now"]
+
+    def get_fields(self, request, obj=None):
+        # Removing a credential is offered only where one is set; the admin lays out the page from this
+        # list, so the form keeps the field rather than deleting it under the admin's feet.
+        fields = super().get_fields(request, obj)
+        if obj is None or not obj.credential:
+            fields = [name for name in fields if name != "clear_credential"]
+        return fields
 
     def save_model(self, request, obj, form, change):
         """Through the services, which take a credential out of the URL and keep it apart."""

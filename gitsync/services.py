@@ -29,7 +29,9 @@ from gitsync.models import Commit, CommitFile, KnowledgeSource, Repository, Tree
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
+    pinned_config,
     redact,
+    remote_addresses,
     same_origin,
     split_credential,
     validate_source,
@@ -51,6 +53,19 @@ class SyncError(Exception):
     """A sync failed for a reason recorded on the repository (unreachable remote, corrupt clone …)."""
 
 
+class SourceRefused(SyncError):
+    """The repository's source is refused before git runs (an internal address, a path out of the roots)."""
+
+
+# What users read of a failed git command: never git's own words (they tell an open port from a closed
+# one, a host that exists from one that does not); those go to the log.
+GIT_FAILED = gettext_lazy(
+    "git could not fetch the repository: the remote could not be reached, refused, or needs another "
+    "credential. The server's log has git's own message."
+)
+GIT_TIMED_OUT = gettext_lazy("git did not complete in {seconds} s: the remote is slow or silent.")
+
+
 @dataclass
 class SyncReport:
     repository: str
@@ -63,26 +78,51 @@ class SyncReport:
     knowledge: dict[str, int] = field(default_factory=dict)
 
 
-def _git_env() -> dict[str, str]:
+SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
+
+
+def _git_env(config: dict[str, str] | None = None, ssh_options: list[str] | None = None) -> dict[str, str]:
     """The environment of every git command a sync runs: which protocols it may use, and how it gives
     up on a remote that stalls (no prompt; over https the low-speed limits, over ssh keep-alives; the
-    wall-clock timeout of ``GitRunner`` stops the rest)."""
+    wall-clock timeout of ``GitRunner`` stops the rest), merged with ``config`` (a credential, the
+    checked addresses): git reads one GIT_CONFIG_COUNT, so every setting goes in the one list."""
     config = {
         "http.lowSpeedLimit": str(settings.CONTEXTFORGE_GIT_LOW_SPEED_LIMIT),
         "http.lowSpeedTime": str(settings.CONTEXTFORGE_GIT_LOW_SPEED_TIME_S),
+        **(config or {}),
     }
     env = {
         "GIT_ALLOW_PROTOCOL": GIT_ALLOW_PROTOCOL,
         "GIT_TERMINAL_PROMPT": "0",  # bad credentials fail, never hang on a prompt
-        "GIT_SSH_COMMAND": os.environ.get(
-            "GIT_SSH_COMMAND",
-            "ssh -o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
-        ),
+        "GIT_SSH_COMMAND": " ".join([os.environ.get("GIT_SSH_COMMAND", SSH_COMMAND), *(ssh_options or [])]),
         "GIT_CONFIG_COUNT": str(len(config)),
     }
     for i, (key, value) in enumerate(config.items()):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return env
+
+
+def source_check(url: str) -> str:
+    """``url`` cleaned (validate_source), and refused if its host is an internal address that
+    CONTEXTFORGE_GIT_ALLOWED_NETWORKS does not allow; a host that cannot be found now is let through
+    here (git is told its checked addresses only, see _remote_env)."""
+    url = validate_source(url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+    remote_addresses(url, allowed_networks=settings.CONTEXTFORGE_GIT_ALLOWED_NETWORKS, unresolved_ok=True)
+    return url
+
+
+def _remote_env(repository: Repository) -> dict[str, str]:
+    """The environment of a git command that may connect to the repository's remote: its host resolved
+    and checked now, immediately before git runs, and git held to those addresses (see
+    sources.pinned_config), with the credential for that host only."""
+    try:
+        addresses = remote_addresses(
+            repository.url, allowed_networks=settings.CONTEXTFORGE_GIT_ALLOWED_NETWORKS
+        )
+    except ValidationError as exc:
+        raise SourceRefused(" ".join(exc.messages)) from None
+    pinned, ssh_options = pinned_config(repository.url, addresses)
+    return _git_env({**credential_config(repository.url, repository.credential), **pinned}, ssh_options)
 
 
 class GitRunner(git.Git):
@@ -107,7 +147,7 @@ def clone_path(repository: Repository) -> Path:
 def repository_create(
     *, project, name: str, url: str, branch: str = "", enabled: bool = True, credential: str = ""
 ) -> Repository:
-    url, in_url = split_credential(validate_source(url, local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS))
+    url, in_url = split_credential(source_check(url))
     return Repository.objects.create(
         project=project,
         name=name,
@@ -122,7 +162,7 @@ def repository_update(*, repository: Repository, **fields) -> Repository:
     """Change any of project, name, url, branch, enabled, credential ("" clears it). Without a credential
     the stored one is kept, unless the URL moves to another host (the old one is never sent there)."""
     if "url" in fields:
-        url = validate_source(fields["url"], local_roots=settings.CONTEXTFORGE_GIT_LOCAL_ROOTS)
+        url = source_check(fields["url"])
         fields["url"], in_url = split_credential(url)
         if in_url:
             fields.setdefault("credential", in_url)
@@ -189,7 +229,7 @@ def clone_options(url: str) -> list[str]:
 
 def _open_clone(repository: Repository) -> git.Repo:
     path = clone_path(repository)
-    env = {**_git_env(), **credential_config(repository.url, repository.credential)}
+    env = _remote_env(repository)
     if (path / "HEAD").exists():
         clone = GitRepo(path)
         clone.git.update_environment(**env)
@@ -224,6 +264,8 @@ def _read_branch(
             reachable = set(clone.git.rev_list(head).split())
             wanted = set(clone.git.rev_list(head, *horizon).split()) if horizon else reachable
             return clone, head, reachable, wanted
+        except SourceRefused:
+            raise  # the clone is not at fault: nothing to make again
         except (
             git.GitCommandError,
             git.InvalidGitRepositoryError,
@@ -354,8 +396,9 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         SyncError,
         OSError,
     ) as exc:
-        message = redact(_error_text(exc), repository.credential)
-        logger.warning("sync of repository %s (%s) failed: %s", repository.pk, repository.name, message)
+        detail = redact(_error_text(exc), repository.credential)
+        logger.warning("sync of repository %s (%s) failed: %s", repository.pk, repository.name, detail)
+        message = _public_error(exc)
         Repository.objects.filter(pk=repository.pk).update(last_error=message, last_attempt_at=now)
         report.status, report.message = "failed", message
     finally:
@@ -507,6 +550,15 @@ def _records(stream):
         yield tail
 
 
+def _public_error(exc: Exception) -> str:
+    """What a failed sync records for users (see GIT_FAILED); SyncError's own messages are ContextForge's."""
+    if isinstance(exc, SyncError):
+        return str(exc)[:500]
+    if isinstance(exc, git.GitCommandError) and "did not complete in" in str(exc):
+        return str(GIT_TIMED_OUT).format(seconds=f"{settings.CONTEXTFORGE_GIT_TIMEOUT_S:g}")
+    return str(GIT_FAILED)
+
+
 def _error_text(exc: Exception) -> str:
     if isinstance(exc, git.GitCommandError):
         lines = [line.strip() for line in str(exc.stderr or exc).splitlines() if line.strip()]
@@ -617,6 +669,9 @@ def repository_file_read(*, repository: Repository, path: str) -> bytes:
             {"repository_file": FILE_NOT_SYNCED.format(path=path, repository=repository.name)}
         )
     clone = GitRepo(clone_path(repository))
-    clone.git.update_environment(**_git_env(), **credential_config(repository.url, repository.credential))
+    try:
+        clone.git.update_environment(**_remote_env(repository))
+    except SyncError as exc:
+        raise ValidationError({"repository_file": str(exc)}) from None
     sha = clone.git.rev_parse(f"{repository.last_synced_commit}:{path}")
     return clone.odb.stream(bytes.fromhex(sha)).read()

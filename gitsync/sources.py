@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import re
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
@@ -33,6 +36,12 @@ LOCAL_GITDIR_OUTSIDE = _(
     "The repository's git directory or its object store ({path}) lies outside the allowed roots."
 )
 RELATIVE = _("Not a URL, and not an absolute local path.")
+# One answer for every refused host, whatever lies behind it: nothing tells an open port from a closed one.
+ADDRESS_REFUSED = _(
+    "This host is not allowed: repositories are fetched from public addresses only "
+    "(an installation admin may allow networks in CONTEXTFORGE_GIT_ALLOWED_NETWORKS)."
+)
+UNRESOLVED = _("The repository's host cannot be found.")
 
 _SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9.-]+):(?P<path>[^\s]+)$")
 _TRANSPORT = re.compile(r"^(?P<transport>[A-Za-z][A-Za-z0-9+.-]*)::")
@@ -77,6 +86,120 @@ def validate_source(url: str, *, local_roots: list[str]) -> str:
     if url.startswith("/"):
         return _validate_local(url, local_roots, refuse)
     raise refuse(RELATIVE)
+
+
+DEFAULT_PORTS = {"https": 443, "ssh": 22, "git": 9418}
+# Cloud metadata services' names, refused whatever they resolve to here (often nothing, outside the cloud).
+METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data"})
+
+
+@dataclass(frozen=True)
+class Remote:
+    scheme: str  # https, ssh or git
+    host: str  # as the URL names it, lower-cased, without brackets
+    port: int
+    prefix: str  # the URL up to its path ("git://host:9418/", "git@host:"), for git's insteadOf
+
+
+def remote_of(url: str) -> Remote | None:
+    """The host a source is fetched from (None for a local path); ``url`` has passed validate_source."""
+    if "://" in url:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        return Remote(
+            scheme,
+            parts.hostname.lower(),
+            parts.port or DEFAULT_PORTS[scheme],
+            f"{url.split('://')[0]}://{parts.netloc}/",
+        )
+    if match := _SCP.match(url):
+        return Remote("ssh", match["host"].lower(), 22, f"{match['user']}@{match['host']}:")
+    return None
+
+
+def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` read as an address the way git's resolver (getaddrinfo, inet_aton) reads one: also the
+    short and numeric forms 127.1, 0x7f000001, 2130706433 and 0177.0.0.1."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if re.fullmatch(r"[0-9a-fA-FxX.]+", host) and re.match(r"[0-9]", host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def address_allowed(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address, allowed_networks: list[str]
+) -> bool:
+    """Public unicast addresses, and those in ``allowed_networks``: never loopback, link-local (the
+    metadata service at 169.254.169.254), private, unique-local, shared, reserved or multicast ones
+    unless allowed, nor an IPv6 address that maps or tunnels to one of them."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour or (address.teredo or (None, None))[1]
+        if embedded is not None and not address_allowed(embedded, allowed_networks):
+            return False
+    if any(address in ipaddress.ip_network(network, strict=False) for network in allowed_networks):
+        return True
+    return address.is_global and not address.is_multicast
+
+
+def remote_addresses(url: str, *, allowed_networks: list[str], unresolved_ok: bool = False) -> list[str]:
+    """The addresses of ``url``'s host, each checked: a ValidationError on ``url`` if any is refused
+    (one refused address refuses the host: a resolver may hand out any of them), or if the host cannot
+    be found, unless ``unresolved_ok`` (when saving: it is checked again before git connects).
+    A local path has none: []."""
+    remote = remote_of(url)
+    if remote is None:
+        return []
+    host = remote.host.rstrip(".")
+    if host in METADATA_NAMES or host == "localhost" or host.endswith(".localhost"):
+        if not allowed_networks or not _loopback_named_allowed(host, allowed_networks):
+            raise ValidationError({"url": str(ADDRESS_REFUSED)})
+    literal = _literal_address(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            found = socket.getaddrinfo(host, remote.port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            if unresolved_ok:
+                return []
+            raise ValidationError({"url": str(UNRESOLVED)}) from None
+        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in found))
+    if not all(address_allowed(address, allowed_networks) for address in addresses):
+        raise ValidationError({"url": str(ADDRESS_REFUSED)})
+    return [str(address) for address in addresses]
+
+
+def _loopback_named_allowed(host: str, allowed_networks: list[str]) -> bool:
+    """localhost is allowed where loopback is; a metadata service's name only where 169.254.169.254 is."""
+    probe = ipaddress.ip_address("169.254.169.254" if host in METADATA_NAMES else "127.0.0.1")
+    return any(probe in ipaddress.ip_network(network, strict=False) for network in allowed_networks)
+
+
+def pinned_config(url: str, addresses: list[str]) -> tuple[dict[str, str], list[str]]:
+    """(git config, ssh options) that make git connect to ``addresses``, the ones just checked, and
+    not resolve the host again (a DNS answer that changes between the check and the connection):
+    https through curl's resolve list (and no redirect to another host); git:// by rewriting the URL
+    to the address; ssh by telling ssh the address (the host key is still checked under the name)."""
+    remote = remote_of(url)
+    if remote is None or not addresses or _literal_address(remote.host) is not None:
+        return {}, []
+    if remote.scheme == "https":
+        listed = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
+        return {
+            "http.curloptResolve": f"{remote.host}:{remote.port}:{listed}",
+            "http.followRedirects": "false",
+        }, []
+    first = addresses[0]
+    if remote.scheme == "git":
+        host = f"[{first}]" if ":" in first else first
+        return {f"url.git://{host}:{remote.port}/.insteadOf": remote.prefix}, []
+    return {}, ["-o", f"HostName={first}", "-o", f"HostKeyAlias={remote.host}"]
 
 
 def _validate_local(url: str, local_roots: list[str], refuse) -> str:
@@ -159,18 +282,15 @@ def same_origin(url: str, other: str) -> bool:
 
 
 def credential_config(url: str, credential: str) -> dict[str, str]:
-    """Environment that makes git send ``credential`` to ``url``'s host only, as HTTP Basic
-    authorization: never in the command line (other users can list it) nor in a clone's config."""
+    """git config that makes git send ``credential`` to ``url``'s host only, as HTTP Basic
+    authorization: handed over in the environment (GIT_CONFIG_KEY_n), never in the command line
+    (other users can list it) nor in a clone's config."""
     if not credential:
         return {}
     parts = urlsplit(url)
     user_and_password = credential if ":" in credential else f"{credential}:"  # a bare token is a user
     token = base64.b64encode(user_and_password.encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"http.{parts.scheme}://{parts.netloc}/.extraHeader",
-        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {token}",
-    }
+    return {f"http.{parts.scheme}://{parts.netloc}/.extraHeader": f"Authorization: Basic {token}"}
 
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")

@@ -85,6 +85,17 @@ def data_dir(tmp_path, settings) -> Path:
     return path
 
 
+# The suite's git servers (git daemon, an https server, silent listeners) listen on loopback, which
+# repositories may reach only when an installation allows it (tests/gitsync/test_internal_addresses.py
+# empties the list to check the refusals).
+TEST_GIT_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture(autouse=True)
+def _loopback_git_servers_allowed(settings):
+    settings.CONTEXTFORGE_GIT_ALLOWED_NETWORKS = TEST_GIT_ALLOWED_NETWORKS
+
+
 @dataclass
 class Cast:
     project: Project

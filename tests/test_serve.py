@@ -61,7 +61,9 @@ class Served:
 def start_serve(data_dir: Path, **extra_env: str) -> Served:
     port = free_port()
     log = data_dir / "serve.log"
-    env = os.environ | child_env(CONTEXTFORGE_DATA_DIR=str(data_dir), **extra_env)
+    env = os.environ | child_env(
+        CONTEXTFORGE_DATA_DIR=str(data_dir), CONTEXTFORGE_GIT_ALLOWED_NETWORKS="127.0.0.0/8", **extra_env
+    )
     env.pop("CELERY_BROKER_URL", None)  # the default broker: the filesystem in the data directory
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--web-workers", "1"],

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from accounts.models import Membership, Project, Role
+from accounts.models import Invitation, Membership, Project, Role
 from accounts.services import INVITATION_DAYS, INVITATION_MAX_DAYS
 from contextforge.api.fields import StrictCharField
 from contextforge.api.validation import InputSerializer
@@ -47,6 +47,34 @@ class MemberOutputSerializer(serializers.ModelSerializer):
 class MemberAddInputSerializer(InputSerializer):
     username = StrictCharField(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class MemberInvitedOutputSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MyInvitationOutputSerializer(serializers.ModelSerializer):
+    id = serializers.IntegerField(read_only=True)
+    project = serializers.CharField(source="project.slug", read_only=True)
+    project_name = serializers.CharField(source="project.name", read_only=True)
+    invited_by = serializers.CharField(
+        source="created_by.username", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "project", "project_name", "role", "invited_by", "created_at", "expires_at"]
+        read_only_fields = fields
+
+
+class JoinedOutputSerializer(MemberOutputSerializer):
+    project = serializers.CharField(source="project.slug", read_only=True)
+
+    class Meta(MemberOutputSerializer.Meta):
+        fields = ["project", "username", "role", "joined_at"]
+        read_only_fields = fields
 
 
 class MemberUpdateInputSerializer(InputSerializer):

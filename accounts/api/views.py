@@ -15,6 +15,9 @@ from contextforge.api.access import ensure_may, request_projects
 from contextforge.api.validation import validated
 
 BOUND_KEY_CANNOT_CREATE = _("This key is bound to one project: create projects with a key that is not.")
+INVITED = _(
+    "If a user of that name exists and is not a member yet, they are invited; they join when they accept."
+)
 
 
 def _project(request, slug: str, scope: str = Scope.READ) -> Project:
@@ -84,15 +87,17 @@ class MemberListCreateApi(APIView):
 
     @extend_schema(
         operation_id="projects_members_create",
+        description="Invites a user by username: nobody joins a project without accepting. The answer is "
+        "the same whether the username exists, is a member already or not.",
         request=s.MemberAddInputSerializer,
-        responses={201: s.MemberOutputSerializer},
+        responses={202: s.MemberInvitedOutputSerializer},
     )
     def post(self, request, slug: str):
         project = _project(request, slug, Scope.ADMIN)
-        membership = services.membership_add(
-            project=project, **validated(s.MemberAddInputSerializer, request.data)
-        )
-        return Response(s.MemberOutputSerializer(membership).data, status=status.HTTP_201_CREATED)
+        data = validated(s.MemberAddInputSerializer, request.data)
+        services.invitation_address(project=project, created_by=request.user, **data)
+        body = {"detail": str(INVITED), "username": data["username"].strip(), "role": data["role"]}
+        return Response(s.MemberInvitedOutputSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
 
 class MemberDetailApi(APIView):
@@ -139,3 +144,38 @@ class InvitationCreateApi(APIView):
             "expires_at": created.invitation.expires_at,
         }
         return Response(s.InvitationOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+def _invitation_for(request, pk: int):
+    return get_object_or_404(selectors.invitations_for(user=request.user), pk=pk)
+
+
+class MyInvitationListApi(APIView):
+    """The invitations addressed to the key's owner."""
+
+    @extend_schema(
+        operation_id="invitations_list", responses={200: s.MyInvitationOutputSerializer(many=True)}
+    )
+    def get(self, request):
+        invitations = selectors.invitations_for(user=request.user)
+        return Response(s.MyInvitationOutputSerializer(invitations, many=True).data)
+
+
+class MyInvitationAcceptApi(APIView):
+    required_scope = Scope.WRITE
+
+    @extend_schema(operation_id="invitations_accept", request=None, responses={200: s.JoinedOutputSerializer})
+    def post(self, request, pk: int):
+        membership = services.invitation_accept_addressed(
+            invitation=_invitation_for(request, pk), user=request.user
+        )
+        return Response(s.JoinedOutputSerializer(membership).data)
+
+
+class MyInvitationDeclineApi(APIView):
+    required_scope = Scope.WRITE
+
+    @extend_schema(operation_id="invitations_decline", responses={204: None})
+    def delete(self, request, pk: int):
+        services.invitation_decline(invitation=_invitation_for(request, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -124,16 +124,52 @@ def test_the_last_admin_is_neither_demoted_nor_removed_from_the_page(cast):
     assert roles(cast.project)["owner"] == "admin"
 
 
-def test_an_admin_adds_changes_and_removes_members_and_a_member_leaves(cast):
-    make_user("newcomer")
+def test_an_admin_invites_changes_and_removes_members_and_a_member_leaves(cast):
+    newcomer = make_user("newcomer")
     client = signed_in(cast.owner)
-    client.post("/dashboard/projects/acme/members/add/", {"username": "newcomer", "role": "viewer"})
+    invited = client.post(
+        "/dashboard/projects/acme/members/add/", {"username": "newcomer", "role": "viewer"}, follow=True
+    )
+    assert any("they join when they accept" in m for m in shown(invited))
+    assert "newcomer" not in roles(cast.project)
+    assert "newcomer · Viewer" in client.get("/dashboard/projects/acme/members/").content.decode()
+    theirs = signed_in(newcomer)
+    page = theirs.get("/dashboard/projects/").content.decode()
+    assert "owner invites you to “Acme” as Viewer." in page
+    pk = int(re.search(r"/dashboard/projects/invitations/(\d+)/accept/", page).group(1))
+    assert signed_in(cast.outsider).post(f"/dashboard/projects/invitations/{pk}/accept/").status_code == 404
+    theirs.post(f"/dashboard/projects/invitations/{pk}/accept/")
+    assert roles(cast.project)["newcomer"] == "viewer"
     client.post("/dashboard/projects/acme/members/newcomer/role/", {"role": "member"})
     assert roles(cast.project)["newcomer"] == "member"
     client.post("/dashboard/projects/acme/members/viewer/remove/")
     assert signed_in(cast.member).post("/dashboard/projects/acme/members/member/remove/").status_code == 302
     assert signed_in(cast.member).post("/dashboard/projects/acme/members/newcomer/remove/").status_code == 404
     assert roles(cast.project) == {"owner": "admin", "newcomer": "member"}
+
+
+def test_the_dashboard_says_the_same_for_a_username_nobody_has_and_a_declined_invitation_is_gone(cast):
+    newcomer = make_user("newcomer")
+    client = signed_in(cast.owner)
+    said = {
+        name: [
+            m.replace(name, "?")
+            for m in shown(
+                client.post(
+                    "/dashboard/projects/acme/members/add/", {"username": name, "role": "member"}, follow=True
+                )
+            )
+        ]
+        for name in ("newcomer", "nobody-at-all")
+    }
+    assert said["newcomer"] == said["nobody-at-all"] and said["newcomer"]
+    theirs = signed_in(newcomer)
+    pk = int(
+        re.search(r"invitations/(\d+)/decline/", theirs.get("/dashboard/projects/").content.decode()).group(1)
+    )
+    theirs.post(f"/dashboard/projects/invitations/{pk}/decline/")
+    assert "Invitations for you" not in theirs.get("/dashboard/projects/").content.decode()
+    assert "newcomer" not in roles(cast.project)
 
 
 def test_a_bad_member_or_invitation_form_is_reported_on_the_members_page(cast):

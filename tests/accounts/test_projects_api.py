@@ -94,17 +94,66 @@ def test_members_see_the_members_and_an_outsider_gets_404(cast, api_for):
     assert api_for(cast.outsider).get("/api/v1/projects/acme/members/").status_code == 404
 
 
-def test_an_admin_adds_a_member_by_username_and_changes_the_role(cast, api_for):
-    make_user("newcomer")
+def test_adding_a_member_invites_them_and_they_join_only_when_they_accept(cast, api_for):
+    newcomer = make_user("newcomer")
     client = api_for(cast.owner)
-    added = client.post("/api/v1/projects/acme/members/", {"username": "newcomer"}, format="json")
-    assert added.status_code == 201 and added.json()["role"] == "member"
-    again = client.post("/api/v1/projects/acme/members/", {"username": "newcomer"}, format="json")
-    assert again.status_code == 400 and list(again.json()) == ["username"]
-    unknown = client.post("/api/v1/projects/acme/members/", {"username": "nobody"}, format="json")
-    assert unknown.status_code == 400 and list(unknown.json()) == ["username"]
+    invited = client.post("/api/v1/projects/acme/members/", {"username": "newcomer"}, format="json")
+    assert invited.status_code == 202 and invited.json()["role"] == "member"
+    assert "newcomer" not in roles(cast.project)
+    # Until they accept, their unbound key reaches nothing of the project.
+    theirs = api_for(newcomer)
+    assert theirs.get("/api/v1/projects/acme/").status_code == 404
+    assert [p["slug"] for p in theirs.get("/api/v1/projects/").json()] == []
+
+    waiting = theirs.get("/api/v1/invitations/").json()
+    assert [(i["project"], i["role"], i["invited_by"]) for i in waiting] == [("acme", "member", "owner")]
+    assert api_for(cast.outsider).post(f"/api/v1/invitations/{waiting[0]['id']}/accept/").status_code == 404
+    joined = theirs.post(f"/api/v1/invitations/{waiting[0]['id']}/accept/")
+    assert joined.status_code == 200 and joined.json()["project"] == "acme"
+    assert roles(cast.project)["newcomer"] == "member"
+    assert theirs.get("/api/v1/invitations/").json() == []
     changed = client.patch("/api/v1/projects/acme/members/newcomer/", {"role": "viewer"}, format="json")
     assert changed.status_code == 200 and roles(cast.project)["newcomer"] == "viewer"
+
+
+def test_the_members_endpoint_never_tells_whether_a_username_exists(cast, api_for):
+    make_user("alice")
+    client = api_for(cast.owner)
+    answers = {
+        name: client.post(
+            "/api/v1/projects/acme/members/", {"username": name, "role": "viewer"}, format="json"
+        )
+        for name in ("alice", "nobody-at-all", "member")
+    }
+    bodies = {name: (a.status_code, {**a.json(), "username": "?"}) for name, a in answers.items()}
+    assert bodies["alice"] == bodies["nobody-at-all"] == bodies["member"]
+    assert bodies["alice"][0] == 202
+    assert roles(cast.project)["member"] == "member"  # a member already keeps their role
+
+
+def test_an_invitee_declines_and_nothing_changes(cast, api_for):
+    newcomer = make_user("newcomer")
+    api_for(cast.owner).post("/api/v1/projects/acme/members/", {"username": "newcomer"}, format="json")
+    theirs = api_for(newcomer)
+    invitation = theirs.get("/api/v1/invitations/").json()[0]
+    assert theirs.delete(f"/api/v1/invitations/{invitation['id']}/").status_code == 204
+    assert theirs.post(f"/api/v1/invitations/{invitation['id']}/accept/").status_code == 404
+    assert "newcomer" not in roles(cast.project)
+
+
+def test_an_installation_admin_accepts_for_the_invitee_in_the_django_admin(cast, api_for, client):
+    from django.contrib.auth import get_user_model
+
+    make_user("newcomer")
+    api_for(cast.owner).post("/api/v1/projects/acme/members/", {"username": "newcomer"}, format="json")
+    api_for(cast.owner).post("/api/v1/projects/acme/members/", {"username": "ghost"}, format="json")
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+    ids = list(Invitation.objects.filter(project=cast.project).values_list("pk", flat=True))
+    response = client.post(
+        "/admin/accounts/invitation/", {"action": "accept_for_invitee", "_selected_action": ids}, follow=True
+    )
+    assert response.status_code == 200
+    assert roles(cast.project)["newcomer"] == "member" and "ghost" not in roles(cast.project)
 
 
 @pytest.mark.parametrize("who", ["member", "viewer"])

@@ -46,7 +46,7 @@ def test_a_sync_from_a_remote_that_never_answers_stops_at_the_timeout_and_record
     assert 2 <= elapsed < 15
     assert report.status == "failed"
     repository.refresh_from_db()
-    assert "did not complete in 2 secs" in repository.last_error
+    assert "did not complete in 2 s" in repository.last_error
     assert repository.last_attempt_at is not None and repository.last_success_at is None
     # git and its transport helper were killed with it: nothing holds the connection any more.
     assert all(closed_by_peer(conn) for conn in accepted)
