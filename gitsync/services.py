@@ -561,11 +561,13 @@ def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[
         changed = {path: sha for path, sha in blobs.items() if source.imported.get(path) != sha}
         gone = [path for path in source.imported if path not in blobs]
         by_format: dict[str, list] = {}
+        dates = last_commit_dates(clone, head, source.path.rstrip("/")) if changed else {}
         for path, sha in changed.items():
             format = importers.file_format(path) or "markdown"
             data = clone.odb.stream(bytes.fromhex(sha)).read()
             for record in importers.file_records(format=format, path=path, data=data):
                 key = record.key if record.key.startswith(f"{path}#") else path
+                record = importers.dated(record, dates.get(path), "git-commit")
                 by_format.setdefault(format, []).append(
                     record._replace(key=_source_key(repository, key), ref=f"{path}@{head}")
                 )
@@ -591,6 +593,25 @@ def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[
         )
         KnowledgeSource.objects.filter(pk=source.pk).update(imported=blobs)
     return totals
+
+
+def last_commit_dates(clone: git.Repo, head: str, pathspec: str) -> dict[str, datetime]:
+    """The date of the last commit (on ``head``'s first-parent view of merges) that touched each file
+    under ``pathspec``, from one walk of git's log: trees only, which a blob-less clone holds."""
+    output = clone.git.log(
+        "--format=%x1e%cI", "--name-only", "-z", "--diff-merges=first-parent", head, "--", pathspec or "."
+    )
+    dates: dict[str, datetime] = {}
+    for record in output.split("\x1e"):
+        stamp, *paths = record.split("\x00")
+        if not stamp.strip():
+            continue
+        when = datetime.fromisoformat(stamp.strip())
+        for path in paths:
+            path = path.lstrip("\n")
+            if path and path not in dates:  # the log runs newest first
+                dates[path] = when
+    return dates
 
 
 def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> int:
