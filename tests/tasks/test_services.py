@@ -149,7 +149,9 @@ def test_undoing_the_move_brings_the_item_back_byte_for_byte(cast):
 
 
 def test_a_wish_marker_leaves_title_and_description_and_both_start_with_a_capital(cast):
-    wish = make_item(cast.project, "WISH: dark mode everywhere", "WISH: users keep asking for it.\n\nSee #12.")
+    wish = make_item(
+        cast.project, "WISH: dark mode everywhere", "WISH: users keep asking for it.\n\nSee #12."
+    )
     task = services.wish_to_task(item=wish)
     assert (task.title, task.description) == ("Dark mode everywhere", "Users keep asking for it.\n\nSee #12.")
     marker_only = make_item(cast.project, "TODO:", "fixme later: the\nsecond line")
