@@ -203,7 +203,7 @@ def item_version_restore(request, pk: int, version: int):
     item = _writable_item(request, pk)
     target = selectors.item_version_get(item=item, version=version)
     item = services.item_revert(item=item, version=target)
-    messages.success(request, _("Restored version %(version)s.") % {"version": version})
+    messages.success(request, _("Restored version %(version)s.") % {"version": target.number})
     if item.is_pending:
         messages.warning(request, _("The item will be searchable once the model has embedded it."))
     return redirect("dashboard:item", pk=item.pk)
