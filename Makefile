@@ -3,6 +3,9 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Where `make run` serves: `PORT=8400 make run`, or a whole address, `BIND=0.0.0.0:8400 make run`.
+PORT   ?= 8000
+BIND   ?= 127.0.0.1:$(PORT)
 
 .PHONY: run test bench install system-deps lint clean
 
@@ -18,8 +21,8 @@ install: $(STAMP)
 
 run: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py ensure_admin
-	$(PY) manage.py serve
+	$(PY) manage.py ensure_admin --url http://$(BIND)/
+	$(PY) manage.py serve --bind $(BIND)
 
 # The test suite needs a browser (Debian's chromium), git and gettext (the i18n catalog check runs
 # makemessages); as root it installs what is missing.

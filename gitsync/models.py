@@ -41,6 +41,9 @@ class Repository(models.Model):
     last_error = models.TextField(blank=True, editable=False)
     # Set while a sync waits in the queue, cleared when it starts: one waiting sync is enough.
     sync_queued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The commits of the branch older than a first sync's window, which it did not read (a full sync
+    # reads them: then 0).
+    older_commits = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

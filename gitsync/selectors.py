@@ -8,6 +8,7 @@ from functools import reduce
 from operator import or_
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
@@ -120,6 +121,34 @@ def repositories_for(*, projects) -> QuerySet[Repository]:
         .annotate(commit_count=Count("commits"))
         .order_by("project__name", "name")
     )
+
+
+SYNC_LOCK = 0x6769  # gitsync.services' advisory-lock class of repository syncs
+
+
+def syncing_ids(*, repository_ids: Sequence[int]) -> set[int]:
+    """The repositories of ``repository_ids`` a sync is running for right now: it holds their lock."""
+    if not repository_ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s"
+            " AND objsubid = 2 AND objid = ANY(%s)",
+            [SYNC_LOCK, list(repository_ids)],
+        )
+        return {int(objid) for (objid,) in cursor.fetchall()}
+
+
+def with_progress(repositories) -> list[Repository]:
+    """``repositories`` with ``progress``: "syncing" while a sync runs, "queued" while one waits, else ""."""
+    repositories = list(repositories)
+    running = syncing_ids(repository_ids=[r.pk for r in repositories])
+    for repository in repositories:
+        if repository.pk in running:
+            repository.progress = "syncing"
+        else:
+            repository.progress = "queued" if repository.sync_queued_at else ""
+    return repositories
 
 
 def commits_touching(*, project_id: int, paths: Sequence[str], limit: int = 10) -> list[Commit]:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 from django.utils.translation import gettext_lazy as _
 
+from gitsync import selectors
 from gitsync.models import Commit, CommitFile, KnowledgeSource, Repository, TreeFile, WebhookDelivery
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
@@ -46,7 +47,9 @@ NAME_TAKEN = gettext_lazy("The project has a repository of that name already.")
 _RECORD, _FIELD = "\x1e", "\x1f"
 _LOG_FORMAT = f"{_RECORD}%H{_FIELD}%an <%ae>{_FIELD}%cI{_FIELD}%B{_FIELD}"
 COPY_COMMITS = 1000  # commits per batch written to the database while git goes on
-SYNC_LOCK = 0x6769  # the advisory-lock class of repository syncs; the repository id is the object
+# The advisory-lock class of repository syncs; the repository id is the object (selectors.syncing_ids
+# reads who holds it).
+SYNC_LOCK = selectors.SYNC_LOCK
 
 
 class SyncError(Exception):
@@ -384,9 +387,15 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
                 report.added = _ingest(clone, repository, walk=[head, *horizon], shas=new)
             if head != repository.last_synced_commit or not repository.tree_files.exists():
                 _store_tree(clone, repository, head)
-            Repository.objects.filter(pk=repository.pk).update(
-                last_synced_commit=head, last_success_at=now, last_attempt_at=now, last_error=""
-            )
+            state = {
+                "last_synced_commit": head,
+                "last_success_at": now,
+                "last_attempt_at": now,
+                "last_error": "",
+            }
+            if full or not stored:  # what a first sync left unread, said on the repository's pages
+                state["older_commits"] = _older_commits(clone, head, since) if horizon else 0
+            Repository.objects.filter(pk=repository.pk).update(**state)
         report.removed, report.head = len(gone), head
         report.knowledge = _knowledge_sync(clone, repository, head)
     except (
@@ -405,6 +414,11 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
         _unlock(repository.pk)
     repository.refresh_from_db()
     return report
+
+
+def _older_commits(clone: git.Repo, head: str, since: datetime) -> int:
+    """How many commits of the branch are older than ``since`` (a first sync's window does not read them)."""
+    return int(clone.git.rev_list("--count", f"--until={since.isoformat()}", head) or 0)
 
 
 def _recheck_source(repository: Repository) -> None:
@@ -613,11 +627,13 @@ def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[
         changed = {path: sha for path, sha in blobs.items() if source.imported.get(path) != sha}
         gone = [path for path in source.imported if path not in blobs]
         by_format: dict[str, list] = {}
+        dates = last_commit_dates(clone, head, source.path.rstrip("/")) if changed else {}
         for path, sha in changed.items():
             format = importers.file_format(path) or "markdown"
             data = clone.odb.stream(bytes.fromhex(sha)).read()
             for record in importers.file_records(format=format, path=path, data=data):
                 key = record.key if record.key.startswith(f"{path}#") else path
+                record = importers.dated(record, dates.get(path), "git-commit")
                 by_format.setdefault(format, []).append(
                     record._replace(key=_source_key(repository, key), ref=f"{path}@{head}")
                 )
@@ -643,6 +659,25 @@ def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[
         )
         KnowledgeSource.objects.filter(pk=source.pk).update(imported=blobs)
     return totals
+
+
+def last_commit_dates(clone: git.Repo, head: str, pathspec: str) -> dict[str, datetime]:
+    """The date of the last commit (on ``head``'s first-parent view of merges) that touched each file
+    under ``pathspec``, from one walk of git's log: trees only, which a blob-less clone holds."""
+    output = clone.git.log(
+        "--format=%x1e%cI", "--name-only", "-z", "--diff-merges=first-parent", head, "--", pathspec or "."
+    )
+    dates: dict[str, datetime] = {}
+    for record in output.split("\x1e"):
+        stamp, *paths = record.split("\x00")
+        if not stamp.strip():
+            continue
+        when = datetime.fromisoformat(stamp.strip())
+        for path in paths:
+            path = path.lstrip("\n")
+            if path and path not in dates:  # the log runs newest first
+                dates[path] = when
+    return dates
 
 
 def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> int:

@@ -1,22 +1,42 @@
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
+from django.db import transaction
 
 from gitsync import services
 from gitsync.models import Repository
 
+logger = logging.getLogger(__name__)
 
-def queue_sync(repository_id: int) -> bool:
+
+def queue_sync(repository_id: int, *, full: bool = False) -> bool:
     """Queue a sync of the repository unless one already waits (webhooks, beat and admins coalesce into
-    it): True if this call queued one. Raises what the broker raises when it is down."""
+    it): True if this call queued one. ``full`` reads the whole history, not only the first sync's
+    window. Raises what the broker raises when it is down."""
     if not services.repository_sync_mark_queued(repository_id=repository_id):
         return False
     try:
-        sync_repository.delay(repository_id)
+        sync_repository.delay(repository_id, full) if full else sync_repository.delay(repository_id)
     except Exception:
         services.repository_sync_unmark_queued(repository_id=repository_id)
         raise
     return True
+
+
+def queue_first_sync(repository: Repository) -> None:
+    """Once the repository's connection is committed, queue its first sync; a broker that is down leaves
+    it to beat (the repository's page says "never synced" until then)."""
+
+    def send() -> None:
+        try:
+            queue_sync(repository.pk)
+        except Exception:
+            logger.warning("could not queue the first sync of repository %s", repository.pk, exc_info=True)
+
+    if repository.enabled:
+        transaction.on_commit(send)
 
 
 class SyncFailed(Exception):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -13,7 +14,7 @@ from accounts.selectors import dashboard_projects, projects_for
 from contextforge.forms import apply_errors
 from gitsync import selectors, services
 from gitsync.forms import RepositoryForm
-from gitsync.tasks import queue_sync
+from gitsync.tasks import queue_first_sync, queue_sync
 
 ADMINS_CONNECT = gettext_lazy("Only the project's admins connect and sync its repositories.")
 
@@ -22,7 +23,17 @@ ADMINS_CONNECT = gettext_lazy("Only the project's admins connect and sync its re
 def repository_list(request):
     projects = dashboard_projects(user=request.user, session=request.session)
     repositories = selectors.repositories_for(projects=projects)
-    return render(request, "gitsync/repository_list.html", {"repositories": repositories})
+    context = {
+        "repositories": repositories,
+        # Where repositories are connected: each project's Repositories page (a Connect form for admins).
+        "projects": projects,
+        "admin_of": set(
+            projects_for(user=request.user, scope=Scope.ADMIN)
+            .filter(pk__in=projects)
+            .values_list("pk", flat=True)
+        ),
+    }
+    return render(request, "gitsync/repository_list.html", context)
 
 
 @require_GET
@@ -31,7 +42,11 @@ def repository_detail(request, pk: int):
         selectors.repositories_for(projects=projects_for(user=request.user)), pk=pk
     )
     context = {
-        "repository": repository,
+        "repository": selectors.with_progress([repository])[0],
+        "is_admin": projects_for(user=request.user, scope=Scope.ADMIN)
+        .filter(pk=repository.project_id)
+        .exists(),
+        "history_days": settings.CONTEXTFORGE_GIT_HISTORY_DAYS,
         "commits": selectors.recent_commits(repository=repository),
         "hot_files": selectors.most_touched_files(repository=repository),
         "live_days": selectors.LIVE_DAYS,
@@ -62,15 +77,23 @@ def project_repositories(request, slug: str):
         except IntegrityError:
             form.add_error("name", services.NAME_TAKEN)
         else:
-            messages.success(request, _("Connected “%(name)s”.") % {"name": repository.name})
+            queue_first_sync(repository)
+            messages.success(
+                request, _("Connected “%(name)s”; its first sync is queued.") % {"name": repository.name}
+            )
             return redirect("gitsync:project-repositories", slug=project.slug)
+    repositories = selectors.with_progress(selectors.repositories_for(projects=[project]))
     context = {
         "project": project,
         "is_admin": is_admin,
         "tab": "repositories",
-        "repositories": selectors.repositories_for(projects=[project]),
+        "repositories": repositories,
+        "syncing": any(repository.progress for repository in repositories),
+        "history_days": settings.CONTEXTFORGE_GIT_HISTORY_DAYS,
         "form": form,
     }
+    if request.htmx and request.method == "GET":  # the table, polled while a sync waits or runs
+        return render(request, "gitsync/project_repositories.html#repositories", context)
     return render(request, "gitsync/project_repositories.html", context, status=400 if form.errors else 200)
 
 
@@ -79,13 +102,20 @@ def repository_sync(request, pk: int):
     repository = get_object_or_404(
         selectors.repositories_for(projects=projects_for(user=request.user, scope=Scope.ADMIN)), pk=pk
     )
+    full = request.POST.get("full") == "1"  # the whole history, not only the first sync's window
     try:
-        queued = queue_sync(repository.pk)
+        queued = queue_sync(repository.pk, full=full)
     except Exception as exc:  # the broker is down; beat syncs it later
         messages.error(request, _("Could not queue the sync: %(error)s") % {"error": exc})
     else:
-        if queued:
+        if queued and full:
+            messages.success(
+                request, _("Sync of the whole history of “%(name)s” queued.") % {"name": repository.name}
+            )
+        elif queued:
             messages.success(request, _("Sync of “%(name)s” queued.") % {"name": repository.name})
         else:
             messages.info(request, _("A sync of “%(name)s” is queued already.") % {"name": repository.name})
+    if request.POST.get("next") == "detail":
+        return redirect("gitsync:repository", pk=repository.pk)
     return redirect("gitsync:project-repositories", slug=repository.project.slug)

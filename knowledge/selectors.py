@@ -107,9 +107,22 @@ def item_version(*, item_id: int) -> int | None:
     return ItemVersion.objects.filter(pgh_obj_id=item_id).values_list("pgh_id", flat=True).first()
 
 
+def numbered(versions: QuerySet[ItemVersion]) -> QuerySet[ItemVersion]:
+    """``versions`` with ``number``: 1 for an item's first version, 2 for its second … (``pgh_id``, the
+    global id, stays the ETag). Counted per version, so any filter on ``versions`` leaves it right."""
+    earlier = (
+        ItemVersion.objects.filter(pgh_obj_id=OuterRef("pgh_obj_id"), pgh_id__lte=OuterRef("pgh_id"))
+        .order_by()
+        .values("pgh_obj_id")
+        .annotate(count=Count("pgh_id"))
+        .values("count")
+    )
+    return versions.annotate(number=Subquery(earlier))
+
+
 def item_versions(*, item: KnowledgeItem) -> QuerySet[ItemVersion]:
-    """An item's versions, newest first."""
-    return versions_with_users(ItemVersion.objects.filter(pgh_obj_id=item.pk).order_by("-pgh_id"))
+    """An item's versions, newest first, numbered."""
+    return numbered(versions_with_users(ItemVersion.objects.filter(pgh_obj_id=item.pk).order_by("-pgh_id")))
 
 
 def item_version_get(*, item: KnowledgeItem, version: int) -> ItemVersion:
@@ -121,7 +134,9 @@ def project_activity(
     *, projects, user: str | None = None, key: str | None = None, channel: str | None = None
 ) -> QuerySet[ItemVersion]:
     """The versions recorded in ``projects``, newest first, narrowed to a username, key name or channel."""
-    versions = versions_with_users(ItemVersion.objects.filter(project__in=projects).select_related("project"))
+    versions = numbered(
+        versions_with_users(ItemVersion.objects.filter(project__in=projects).select_related("project"))
+    )
     if user:
         versions = versions.filter(user_name=user)
     if key:

@@ -511,6 +511,8 @@ class ImportReport:
                 "title": item.title if item else "",
                 "item": item.pk if item else None,
             }
+            if kind == "created" and item is not None:  # the date the item gets, and where it is from
+                row.update(date=item.updated_at.isoformat(), dated=importers.date_source(record))
             self.rows[kind].append({"file": record.file, **row} if record.file else row)
 
     def fail(self, record: Record, exc: ValidationError) -> None:

@@ -203,7 +203,7 @@ def item_version_restore(request, pk: int, version: int):
     item = _writable_item(request, pk)
     target = selectors.item_version_get(item=item, version=version)
     item = services.item_revert(item=item, version=target)
-    messages.success(request, _("Restored version %(version)s.") % {"version": version})
+    messages.success(request, _("Restored version %(version)s.") % {"version": target.number})
     if item.is_pending:
         messages.warning(request, _("The item will be searchable once the model has embedded it."))
     return redirect("dashboard:item", pk=item.pk)
@@ -253,8 +253,12 @@ def trash_purge(request, pk: int):
 @require_GET
 def activity(request):
     projects = projects_for(user=request.user)
-    form = ActivityFilterForm(request.GET or None, projects=projects)
-    filters = form.cleaned_data if form.is_valid() else {}
+    initial = in_current_project(session=request.session)
+    form = ActivityFilterForm(request.GET or None, projects=projects, initial=initial)
+    if form.is_bound:
+        filters = form.cleaned_data if form.is_valid() else {}
+    else:  # a first visit shows the current project's activity, as its filter says
+        filters = {"project": projects.filter(pk=initial.get("project")).first()}
     chosen = filters.get("project")
     versions = selectors.project_activity(
         projects=[chosen] if chosen else projects,
@@ -352,7 +356,9 @@ def help_agents(request):
 @require_http_methods(["GET", "POST"])
 def snapshots(request):
     projects = projects_for(user=request.user, scope="admin")
-    form = SnapshotForm(request.POST or None, projects=projects)
+    form = SnapshotForm(
+        request.POST or None, projects=projects, initial=in_current_project(session=request.session)
+    )
     if request.method == "POST" and form.is_valid():
         try:
             snapshot = services.snapshot_create(
@@ -413,7 +419,13 @@ def import_page(request):
 
     projects = projects_for(user=request.user, scope="admin")
     files = git.knowledge_files(projects=projects)
-    form = ImportForm(request.POST or None, request.FILES or None, projects=projects, repository_files=files)
+    form = ImportForm(
+        request.POST or None,
+        request.FILES or None,
+        projects=projects,
+        repository_files=files,
+        initial=in_current_project(session=request.session),
+    )
     context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
     if request.method == "POST" and form.is_valid():
         try:
@@ -480,7 +492,9 @@ def import_job(request, pk: int):
 @require_GET
 def export_page(request):
     projects = projects_for(user=request.user)
-    form = ExportForm(request.GET or None, projects=projects)
+    form = ExportForm(
+        request.GET or None, projects=projects, initial=in_current_project(session=request.session)
+    )
     if form.is_bound and form.is_valid():
         items = selectors.items_for(
             projects=[form.cleaned_data["project"]], tag=form.cleaned_data["tag"] or None

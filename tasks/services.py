@@ -138,7 +138,8 @@ def comment_create(*, task: Task, author, text: str) -> Comment:
 
 
 def wish_to_task(*, item: KnowledgeItem, created_by=None) -> Task:
-    """Move a wish out of memory into a task: title without its marker, content, tags, a link back."""
+    """Move a wish out of memory into a task: title and description without the marker and capitalised,
+    tags, a link back."""
     with transaction.atomic():
         item = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
         if item.archived_at is not None or Task.objects.filter(source_item=item).exists():
@@ -148,7 +149,7 @@ def wish_to_task(*, item: KnowledgeItem, created_by=None) -> Task:
         task = task_create(
             project=item.project,
             title=_task_title(item),
-            description=item.content,
+            description=_capitalised(without_marker(item.content)),
             tags=item.tags,
             created_by=created_by,
             source_item=item,
@@ -158,11 +159,17 @@ def wish_to_task(*, item: KnowledgeItem, created_by=None) -> Task:
 
 
 def _task_title(item: KnowledgeItem) -> str:
-    """The wish without its marker; when the marker was all the title held, the content's first line."""
+    """The wish without its marker, capitalised; when the marker was all the title held, the content's
+    first line."""
     title = without_marker(item.title)
     if not title:
         title = next(iter(without_marker(item.content).splitlines()), "").strip() or item.title
-    return title[: settings.CONTEXTFORGE_MAX_TITLE_LENGTH]
+    return _capitalised(title)[: settings.CONTEXTFORGE_MAX_TITLE_LENGTH]
+
+
+def _capitalised(text: str) -> str:
+    """``text`` with its first letter upper-case ("rotate the JWT keys" → "Rotate the JWT keys")."""
+    return text[:1].upper() + text[1:]
 
 
 def wishes_to_tasks(*, items, created_by=None) -> list[Task]:

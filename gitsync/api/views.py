@@ -19,7 +19,7 @@ from contextforge.api.validation import validated
 from gitsync import selectors, services
 from gitsync.api import serializers as s
 from gitsync.models import Repository, WebhookDelivery
-from gitsync.tasks import queue_sync
+from gitsync.tasks import queue_first_sync, queue_sync
 
 BAD_SIGNATURE = _("The webhook signature does not match.")
 REPLAYED = _("This delivery was received already.")
@@ -67,6 +67,7 @@ class RepositoryListCreateApi(APIView):
             repository = services.repository_create(project=project, **data)
         except IntegrityError:
             raise ApplicationError(services.NAME_TAKEN, field="name") from None
+        queue_first_sync(repository)
         repository = self.get_queryset().get(pk=repository.pk)
         return Response(s.RepositoryWebhookSecretSerializer(repository).data, status=status.HTTP_201_CREATED)
 

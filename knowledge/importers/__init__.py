@@ -10,9 +10,19 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.importers import adr, agent_memory, archive, json_lines, markdown, mem0, spreadsheet
-from knowledge.importers.base import Record, decode
+from knowledge.importers.base import DATE_SOURCES, Record, date_source, dated, decode
 
-__all__ = ["FORMATS", "Record", "check_format", "format_of", "guess_format", "records_from"]
+__all__ = [
+    "DATE_SOURCES",
+    "FORMATS",
+    "Record",
+    "date_source",
+    "dated",
+    "check_format",
+    "format_of",
+    "guess_format",
+    "records_from",
+]
 
 FORMATS = {
     "json": _("JSON"),
@@ -88,16 +98,19 @@ def records_from(*, format: str, name: str, data: bytes) -> Iterator[Record]:
     if format in ("json", "jsonl"):
         yield from json_lines.parse(name, data)
         return
+    dates = {}
     if archive.is_zip(name, data):
         if format not in ZIPPED_FORMATS:
             raise ValidationError({"file": ZIP_NOT_ALLOWED.format(format=format)})
         files = archive.zip_files(name, data)
+        dates = archive.zip_dates(data)
     else:
         files = [(name, data)]
     root = _root([path for path, _data in files])
     for path, content in files:
         if len(files) == 1 or importable(format, path):
-            yield from file_records(format=format, path=path, data=content, root=root)
+            records = file_records(format=format, path=path, data=content, root=root)
+            yield from (dated(record, *dates[path]) if path in dates else record for record in records)
 
 
 def importable(format: str, path: str) -> bool:

@@ -7,6 +7,7 @@ import io
 import stat
 import zipfile
 import zlib
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
 from django.conf import settings
@@ -115,3 +116,43 @@ def zip_names(data: bytes) -> list[tuple[str, int]]:
             return [(m.filename, m.file_size) for m in archive.infolist() if not m.is_dir()]
     except zipfile.BadZipFile:
         return []
+
+
+# The comment of a member whose modification time is the date of the last commit that touched the file:
+# the zips ContextForge packs from a repository's files (``pack``) say so.
+GIT_DATED = b"git-commit"
+# What a zip writer leaves when it knows no date (the earliest a zip can hold): no date at all.
+NO_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_dates(data: bytes) -> dict[str, tuple[datetime, str]]:
+    """(modification time, "zip-mtime" or "git-commit") of each file of a zip, from its directory alone.
+    Zips keep local times without a zone: they are read as UTC."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir() and m.date_time != NO_DATE]
+    except zipfile.BadZipFile:
+        return {}
+    dates = {}
+    for member in members:
+        try:
+            when = datetime(*member.date_time, tzinfo=UTC)
+        except ValueError:  # a directory entry that names no real day
+            continue
+        dates[member.filename] = (when, "git-commit" if member.comment == GIT_DATED else "zip-mtime")
+    return dates
+
+
+def pack(files: list[tuple[str, bytes, datetime | None]]) -> bytes:
+    """A zip of (path, bytes, date of the last commit that touched it) of a repository's files, each
+    member dated by its commit (and marked so) for the import to read back."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data, committed in files:
+            when = committed.astimezone(UTC) if committed else None
+            info = zipfile.ZipInfo(path, date_time=when.timetuple()[:6] if when else NO_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            if when:
+                info.comment = GIT_DATED
+            archive.writestr(info, data)
+    return buffer.getvalue()

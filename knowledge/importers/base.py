@@ -19,7 +19,8 @@ class Record(NamedTuple):
     ``value`` holds the item's fields as the JSON import reads them (title, content, tags, created_at,
     updated_at; a JSON line may name its project). ``key`` identifies the item within its format (a file
     path, "path#section", an external id): a re-import finds the item by it. A plain ``(line, value)``
-    pair is a Record without a file or a key.
+    pair is a Record without a file or a key. ``dated`` names where the item's date came from when the
+    source gave it rather than the record's own fields (one of DATE_SOURCES).
     """
 
     line: int
@@ -27,6 +28,38 @@ class Record(NamedTuple):
     file: str = ""
     key: str = ""
     ref: str = ""
+    dated: str = ""
+
+
+# Where an imported item's date comes from, as the dry run names it: the record's own fields, what the
+# file says, what its container knows, or (none of those) the time of the import.
+DATE_SOURCES = {
+    "record": _("the record's own date"),
+    "frontmatter": _("its frontmatter"),
+    "adr-date": _("its Date: line"),
+    "git-commit": _("the last commit that touched the file"),
+    "zip-mtime": _("the file's modification time in the zip"),
+    "import": _("the time of the import"),
+}
+
+
+def dated(record: Record, when: datetime | None, source: str) -> Record:
+    """``record`` dated ``when`` (known from ``source``: a commit, a zip's directory) unless it carries a
+    date of its own. A date later than now (a zip written by a clock ahead) is taken as now."""
+    value = record.value
+    if when is None or not isinstance(value, dict) or value.get("created_at") or value.get("updated_at"):
+        return record
+    when = min(when if when.tzinfo else when.replace(tzinfo=UTC), datetime.now(UTC))
+    return record._replace(value={**value, "created_at": when.isoformat()}, dated=source)
+
+
+def date_source(record: Record) -> str:
+    """Which of DATE_SOURCES gave ``record`` its date."""
+    if record.dated:
+        return record.dated
+    value = record.value
+    has_own = isinstance(value, dict) and (value.get("created_at") or value.get("updated_at"))
+    return "record" if has_own else "import"
 
 
 def failure(file: str, line: int, message, field: str = "file") -> Record:
@@ -70,14 +103,49 @@ def as_tag(text: str) -> str:
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+# A setext heading's underline: "===" makes the paragraph above it a level-1 heading, "---" a level-2 one.
+SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+# Lines that never end up in a setext heading: list items, quotes, table rows, indented code.
+NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:[*+-]|\d{1,9}[.)])(?:[ \t]|$)|^ {0,3}[>|]|^(?: {4}|\t)")
+
+
+def _frontmatter_end(lines: list[str]) -> int:
+    """The index of the first line after a leading YAML frontmatter block (0 without one): its closing
+    "---" underlines no heading."""
+    if lines and lines[0].strip() == "---":
+        for index in range(1, len(lines)):
+            if lines[index].strip() in ("---", "..."):
+                return index + 1
+    return 0
 
 
 def headings(text: str):
-    """(line index, level, heading text) of each ATX heading outside fenced code blocks."""
+    """(line index, level, heading text) of each heading outside fenced code blocks: ATX (``## Title``)
+    and setext (a paragraph underlined by ``===`` or ``---``, indexed at its first line)."""
     fenced = None
-    for index, line in enumerate(text.splitlines()):
+    paragraph: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    for index in range(_frontmatter_end(lines), len(lines)):
+        line = lines[index]
         if match := FENCE.match(line):
             fenced = None if fenced == match.group(1) else (fenced or match.group(1))
+            paragraph = []
             continue
-        if fenced is None and (match := HEADING.match(line)):
+        if fenced is not None:
+            continue
+        if match := HEADING.match(line):
+            paragraph = []
             yield index, len(match.group(1)), match.group(2).strip()
+        elif paragraph and (match := SETEXT.match(line)):
+            level = 1 if match.group(1).startswith("=") else 2
+            yield paragraph[0][0], level, " ".join(part.strip() for _i, part in paragraph)
+            paragraph = []
+        elif not line.strip() or NOT_PARAGRAPH.match(line):
+            paragraph = []
+        else:
+            paragraph.append((index, line))
+
+
+def first_heading(text: str) -> str | None:
+    """The text of the first heading of any level, setext included: what a note is titled by."""
+    return next((heading for _index, _level, heading in headings(text) if heading), None)

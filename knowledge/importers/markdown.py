@@ -1,9 +1,10 @@
 """Markdown notes (Obsidian, basic-memory): YAML frontmatter gives the title, tags, created/updated and
-permalink; without it the first ``# heading`` or the file name is the title; the folders become tags."""
+permalink; without it the first heading (of any level, setext included) or the file name is the title; the folders become tags."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import PurePosixPath
 
 import frontmatter
@@ -11,7 +12,7 @@ import yaml
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.importers.base import Record, as_tag, failure, headings, stamp
+from knowledge.importers.base import Record, as_tag, failure, first_heading, stamp
 
 BROKEN_FRONTMATTER = _("Broken YAML frontmatter: {problem}")
 FRONTMATTER_NOT_A_MAPPING = _("The frontmatter must be a mapping of names to values.")
@@ -56,8 +57,7 @@ def parse(file: str, text: str, root: str = "") -> list[Record]:
     meta, body = parts
     title = meta.get("title")
     if title is None:
-        first = next((heading for _i, level, heading in headings(body) if level == 1), None)
-        title = first or PurePosixPath(file).stem
+        title = first_heading(body) or PurePosixPath(file).stem
     tags = meta.get("tags") or []
     if isinstance(tags, str):
         tags = [t for t in re.split(r"[,\s]+", tags) if t]
@@ -67,11 +67,22 @@ def parse(file: str, text: str, root: str = "") -> list[Record]:
         "title": str(title) if isinstance(title, int | float) else title,
         "content": body,
         "tags": tags,
-        "created_at": stamp(meta.get("created")),
+        "created_at": stamp(meta["created"]) if meta.get("created") else lenient_stamp(meta.get("date")),
         "updated_at": stamp(meta.get("updated")),
     }
     key = str(meta.get("permalink") or file)
-    return [Record(1, value, file, key)]
+    dated = "frontmatter" if value["created_at"] or value["updated_at"] else ""
+    return [Record(1, value, file, key, dated=dated)]
+
+
+def lenient_stamp(value):
+    """A ``date:`` (Hugo's, Jekyll's) as a creation date when it reads as one; else none, not a failure:
+    such a date was never written for ContextForge."""
+    found = stamp(value)
+    try:
+        return found if isinstance(found, str) and datetime.fromisoformat(found).tzinfo else None
+    except ValueError:
+        return None
 
 
 def file_name(item) -> str:

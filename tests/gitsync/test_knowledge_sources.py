@@ -153,3 +153,20 @@ def test_the_import_page_offers_a_synced_repository_file_and_previews_it(client,
     assert preview.context["job"].format == "agent-memory"
     empty = client.post("/dashboard/import/", {"project": cast.project.pk})
     assert empty.context["form"].errors["file"]
+
+
+def test_items_of_a_knowledge_source_are_dated_by_the_last_commit_that_touched_their_file(cast, source):
+    written = source.commit("Guide", {"docs/guide.md": "# Guide\n\nOld words.\n"}, days_ago=300)
+    source.commit("Guide again", {"docs/guide.md": "# Guide\n\nNewer words.\n"}, days_ago=40)
+    source.commit("ADR", {"docs/adr/0001-x.md": "# 1. X\n\nDate: 2017-05-04\n\nAccepted.\n"}, days_ago=20)
+    source.commit("Notes", {"docs/notes.md": "---\ncreated: 2015-01-01\n---\n# Notes\n"}, days_ago=10)
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.knowledge_source_add(repository=repository, path="docs/")
+    report = services.repository_sync(repository=repository)
+    assert report.status == "synced", report.message
+    stamps = dict(KnowledgeItem.objects.values_list("title", "updated_at"))
+    guide_commit = source.git("log", "-1", "--format=%cI", "--", "docs/guide.md")
+    assert stamps["Guide"].isoformat() == guide_commit.replace("Z", "+00:00")
+    assert source.git("log", "-1", "--format=%cI", written) != guide_commit
+    assert stamps["1. X"].date().isoformat() == "2017-05-04"  # the record's own date comes first
+    assert stamps["Notes"].date().isoformat() == "2015-01-01"

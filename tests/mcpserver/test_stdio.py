@@ -181,7 +181,7 @@ def test_an_agent_over_stdio_plans_work_with_tasks_and_repo_activity_like_the_re
     assert not out["moved"].is_error, tool_text(out["moved"])
     moved = out["moved"].structured_content
     assert (moved["title"], moved["description"], moved["source_item"], moved["status"]) == (
-        "sign tokens with ed25519",
+        "Sign tokens with ed25519",
         wish.content,
         wish.pk,
         "pending",

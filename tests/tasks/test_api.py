@@ -143,7 +143,7 @@ def test_a_wish_moves_to_a_task_and_back_unchanged(owner_api, cast):
     assert moved.status_code == 201, moved.json()
     task = moved.json()
     assert (task["title"], task["description"], task["tags"], task["source_item"]) == (
-        "skip the cache in tests",
+        "Skip the cache in tests",
         "Tests bypass redis for now.",
         ["ci"],
         wish.pk,

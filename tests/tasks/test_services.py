@@ -115,7 +115,7 @@ def test_a_wish_becomes_a_task_and_leaves_memory(cast):
     task = services.wish_to_task(item=wish, created_by=cast.member)
 
     assert (task.title, task.description, task.tags) == (
-        "rotate the JWT signing keys",
+        "Rotate the JWT signing keys",
         "Rotate the keys in src/lib/auth.ts every month.",
         ["auth", "security"],
     )
@@ -148,6 +148,16 @@ def test_undoing_the_move_brings_the_item_back_byte_for_byte(cast):
     assert [hit.item.pk for hit in hits] == [wish.pk]
 
 
+def test_a_wish_marker_leaves_title_and_description_and_both_start_with_a_capital(cast):
+    wish = make_item(
+        cast.project, "WISH: dark mode everywhere", "WISH: users keep asking for it.\n\nSee #12."
+    )
+    task = services.wish_to_task(item=wish)
+    assert (task.title, task.description) == ("Dark mode everywhere", "Users keep asking for it.\n\nSee #12.")
+    marker_only = make_item(cast.project, "TODO:", "fixme later: the\nsecond line")
+    assert services.wish_to_task(item=marker_only).title == "Fixme later: the"
+
+
 def test_only_a_wish_moves_and_only_once(cast):
     fact = make_item(cast.project, "Deploys", "We deploy with blue-green releases. TODO: is inline here.")
     with pytest.raises(ValidationError) as caught:
@@ -164,7 +174,7 @@ def test_a_marker_in_the_content_or_a_bare_marker_title_still_gives_a_title(cast
     in_content = make_item(cast.project, "Caching", "FIXME: the cache never expires\nSee redis config.")
     bare = make_item(cast.project, "TODO:", "TODO: write the runbook\nfor on-call.")
     assert services.wish_to_task(item=in_content).title == "Caching"
-    assert services.wish_to_task(item=bare).title == "write the runbook"
+    assert services.wish_to_task(item=bare).title == "Write the runbook"
 
 
 def test_moving_several_wishes_is_all_or_nothing(cast):
@@ -176,7 +186,7 @@ def test_moving_several_wishes_is_all_or_nothing(cast):
     assert Task.objects.count() == 1 and KnowledgeItem.objects.get(pk=first.pk).archived_at is None
     third = make_item(cast.project, "TODO: three", "Third wish.")
     moved = services.wishes_to_tasks(items=[first, third])
-    assert [t.title for t in moved] == ["one", "three"]
+    assert [t.title for t in moved] == ["One", "Three"]
 
 
 def test_a_task_that_did_not_come_from_memory_has_nothing_to_bring_back(cast):

@@ -206,7 +206,7 @@ def test_the_wishes_page_moves_several_at_once_and_the_overview_links_to_it(sign
     assert not Task.objects.exists()
     answer = signed_in.post("/dashboard/tasks/wishes/move/", {"items": [first.pk, second.pk]}, follow=True)
     assert "Moved 2 wishes to tasks." in answer.content.decode()
-    assert sorted(Task.objects.values_list("title", flat=True)) == ["dark mode", "keyboard shortcuts"]
+    assert sorted(Task.objects.values_list("title", flat=True)) == ["Dark mode", "Keyboard shortcuts"]
     assert "No wishes in memory" in signed_in.get("/dashboard/tasks/wishes/").content.decode()
 
 

@@ -16,8 +16,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--username", default="admin", help="Username of the first admin.")
         parser.add_argument("--project", default="default", help="Slug of the first project.")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000/", help="Where the server answers (printed to sign in)."
+        )
 
-    def handle(self, *args, username, project, **options):
+    def handle(self, *args, username, project, url, **options):
         User = get_user_model()
         password_file = settings.DATA_DIR / "admin_password"
         if not User.objects.filter(is_superuser=True).exists():
@@ -33,5 +36,5 @@ class Command(BaseCommand):
         if not proj.memberships.filter(user=admin).exists():
             services.membership_set(user=admin, project=proj, role=Role.ADMIN)
         hint = password_file.read_text().strip() if password_file.exists() else "(the password you set)"
-        self.stdout.write(f"Sign in at http://127.0.0.1:8000/ as {admin.username} / {hint}")
+        self.stdout.write(f"Sign in at {url} as {admin.username} / {hint}")
         self.stdout.write(f"(The first password is kept in {password_file}; change it in the admin.)")
