@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+from django.db import connection
 from django.utils import timezone
 from pgvector import Vector
 
@@ -98,8 +99,14 @@ class SearchResult:
 
 def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
     """The files each project's enabled repositories know (see PathIndex), built again only after a sync."""
+    sql, params = streams.CACHE.statement(
+        ("states", tuple(project_ids)), lambda: synced_repository_states(project_ids=project_ids)
+    )
+    with connection.cursor() as cursor:  # Raw SQL: the compiled statement, kept
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     states: dict[int, list[RepositoryState]] = {}
-    for row in synced_repository_states(project_ids=project_ids):
+    for row in rows:
         state = RepositoryState(*row)
         states.setdefault(state.project_id, []).append(state)
     indexes = {}
@@ -192,10 +199,14 @@ def _hits(
 ) -> dict[int, KnowledgeItem]:
     """The items ``ids`` (a deleted one missing) with their highlights and their best passage's span, read
     in one statement: the span is of the same version of the item as its text."""
-    items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
-    if filters.texts and not marks_nothing(filters.texts):
-        items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
-    sql, params = items.query.sql_with_params()
+
+    def hits():
+        items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
+        if filters.texts and not marks_nothing(filters.texts):
+            items = items.annotate(**{f"{n}_marked": headline(n, filters.texts) for n in HIGHLIGHTED})
+        return items
+
+    sql, params = streams.CACHE.statement(("hits", project_ids, filters.texts), hits)
     # Raw SQL: a lateral subquery that orders one item's passages by the query vector.
     return {
         item.pk: item

@@ -84,6 +84,18 @@ class Cache:
         self.lock = threading.Lock()  # guards the two below (the copies have their own)
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
+        self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
+
+    def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
+        """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
+        costs more CPU than PostgreSQL takes to run them (bench/RESULTS.md, "Engine mechanisms")."""
+        with self.lock:
+            compiled = self.statements.get(key)
+        if compiled is None:
+            compiled = queryset().query.sql_with_params()
+            with self.lock:
+                self.statements[key] = compiled
+        return compiled
 
     def passages(self, project_ids: tuple[int, ...]) -> int:
         """How many passages the projects hold, counted at most once a minute: the count only chooses
@@ -111,6 +123,7 @@ class Cache:
         with self.lock:
             self.sizes.clear()
             self.paths.clear()
+            self.statements.clear()
 
 
 CACHE = Cache()
@@ -147,12 +160,14 @@ class PostgresStream:
     strategy: str
 
     def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
-        items, params = (
-            scope(self.project_ids, self.filters)
-            .annotate(stamp=STAMP)
-            .order_by()
-            .values_list("id", "project_id", "stamp", "references", "is_proposal")
-            .query.sql_with_params()
+        items, params = CACHE.statement(
+            ("scan", self.project_ids, self.filters),
+            lambda: (
+                scope(self.project_ids, self.filters)
+                .annotate(stamp=STAMP)
+                .order_by()
+                .values_list("id", "project_id", "stamp", "references", "is_proposal")
+            ),
         )
         # Raw SQL: the best passage per item is an aggregate over a join, ordered by it, which the ORM
         # cannot group by the item's columns alone.
@@ -196,13 +211,20 @@ class MemoryStream:
     def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
         snapshots, check = self.snapshots, None
         if self.filters.narrows:
-            matching = scope(self.project_ids, self.filters).order_by().values_list("id", flat=True)
-            few = list(matching[: MASKED_MAX + 1])
+            key = ("matching", self.project_ids, self.filters)
+            sql, params = CACHE.statement(
+                key, lambda: scope(self.project_ids, self.filters).order_by().values("id")
+            )
+            with connection.cursor() as cursor:
+                # Raw SQL: the ids in one array value (one to parse, not a row each); below, a chunk's
+                # ids are sent as one array value too, not a parameter each.
+                cursor.execute(
+                    f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
+                )
+                few = cursor.fetchone()[0]
             if len(few) <= MASKED_MAX:
                 snapshots = memory.masked(snapshots, np.array(few, dtype=np.int64))
             else:
-                sql, params = matching.query.sql_with_params()
-                # Raw SQL: a chunk's ids sent as one array value, not a parameter each.
                 check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
         screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
         for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
