@@ -130,9 +130,10 @@ class Snapshot:
     offsets: np.ndarray
     errors: np.ndarray
     norms: np.ndarray
+    single: bool = False  # each item has one row (no item need be handed over once only)
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes"))
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes", "single"))
 
 
 def screen(snapshot: Snapshot, query: np.ndarray) -> np.ndarray:
@@ -177,7 +178,10 @@ class Copy:
 
     def publish(self) -> Snapshot:
         self.snapshot = Snapshot(
-            self.project_id, codes=self.codes, **{n: self.columns[n][: self.size] for n in _COLUMNS}
+            self.project_id,
+            codes=self.codes,
+            single=len(self.rows_of) == self.size - self.retired,
+            **{n: self.columns[n][: self.size] for n in _COLUMNS},
         )
         self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.codes.nbytes + self.size * 128
         return self.snapshot
@@ -433,6 +437,7 @@ def nearest(
     bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
     offsets = np.cumsum([0, *(len(s.items) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
+    single = all(s.single for s in snapshots)
     held, held_cosines, seen = np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.int64)
     size = first
     while True:
@@ -456,13 +461,13 @@ def nearest(
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
         items = _gather(snapshots, owner, rows, "items")
-        # Each item once, at its best row: the first of a descending order.
-        order = np.argsort(-cosines, kind="stable")
-        _unique, first_of = np.unique(items[order], return_index=True)
-        best = order[first_of]
-        best = best[~np.isin(items[best], seen)]
-        if len(best):
+        best = np.arange(len(items))
+        if not single:  # each item once, at its best row: the first of a descending order
+            order = np.argsort(-cosines, kind="stable")
+            best = order[np.unique(items[order], return_index=True)[1]]
+            best = best[~np.isin(items[best], seen)]
             seen = np.concatenate([seen, items[best]])
+        if len(best):
             yield (
                 Candidates(
                     ids=items[best],

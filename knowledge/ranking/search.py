@@ -18,7 +18,6 @@ from datetime import datetime
 import numpy as np
 from django.db import connection
 from django.utils import timezone
-from pgvector import Vector
 
 from accounts.models import Project
 from gitsync.selectors import RepositoryState, live_since, repository_files, synced_repository_states
@@ -27,7 +26,7 @@ from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import KnowledgeItem, Passage
 from knowledge.passages import passage_text
 from knowledge.ranking import streams
-from knowledge.ranking.candidates import Candidates, concat
+from knowledge.ranking.candidates import Candidates, concat, vector_text
 from knowledge.ranking.signals import (
     NO_STATUS,
     PathIndex,
@@ -215,7 +214,7 @@ def _hits(
             f' LEFT JOIN LATERAL (SELECT p.start, p."end" FROM {Passage._meta.db_table} p'
             " WHERE p.item_id = hits.id ORDER BY p.embedding <#> %s::vector, p.ordinal LIMIT 1) best ON true"
             " WHERE hits.id = ANY(%s)",
-            [*params, Vector(query_vector).to_text(), ids],
+            [*params, vector_text(query_vector), ids],
         )
     }
 

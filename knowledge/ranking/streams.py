@@ -18,11 +18,10 @@ import numpy as np
 from cachetools import LRUCache, TTLCache
 from django.conf import settings
 from django.db import connection
-from pgvector import Vector
 
 from knowledge.models import TEST_TAG, KnowledgeItem, Passage, normalize_tag
 from knowledge.ranking import memory
-from knowledge.ranking.candidates import STAMP, Candidates
+from knowledge.ranking.candidates import STAMP, Candidates, vector_text
 from knowledge.ranking.signals import PathIndex
 
 EXACT = "exact"
@@ -85,6 +84,9 @@ class Cache:
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
         self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
+        # Filters found to match more than MASKED_MAX items, for a minute: their matching ids are not
+        # read again (a filter grown narrow meanwhile is checked chunk by chunk: slower, as exact).
+        self.broad: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
 
     def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
         """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
@@ -124,6 +126,7 @@ class Cache:
             self.sizes.clear()
             self.paths.clear()
             self.statements.clear()
+            self.broad.clear()
 
 
 CACHE = Cache()
@@ -178,7 +181,7 @@ class PostgresStream:
             ' GROUP BY i.id, i.project_id, i.stamp, i."references", i.is_proposal'
             " ORDER BY cosine DESC, i.id LIMIT %s"
         )
-        vector, seen = Vector(query_vector).to_text(), set()
+        vector, seen = vector_text(query_vector), set()
         rows = max(FIRST_EXACT_ROWS, 4 * limit)
         while True:
             with connection.cursor() as cursor:
@@ -200,8 +203,8 @@ class PostgresStream:
 @dataclass
 class MemoryStream:
     """The in-memory copy's stream. A keyword or path filter's matching items are read first, up to
-    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else each chunk's items are checked
-    against the filter in PostgreSQL, and only those that match are handed over."""
+    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else the items of each chunk are
+    checked against the filter in PostgreSQL, and only those that match are handed over."""
 
     project_ids: tuple[int, ...]
     filters: SearchFilters
@@ -215,25 +218,35 @@ class MemoryStream:
             sql, params = CACHE.statement(
                 key, lambda: scope(self.project_ids, self.filters).order_by().values("id")
             )
-            with connection.cursor() as cursor:
-                # Raw SQL: the ids in one array value (one to parse, not a row each); below, a chunk's
-                # ids are sent as one array value too, not a parameter each.
-                cursor.execute(
-                    f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
-                )
-                few = cursor.fetchone()[0]
-            if len(few) <= MASKED_MAX:
-                snapshots = memory.masked(snapshots, np.array(few, dtype=np.int64))
-            else:
-                check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
+            # Raw SQL: ids in one array value (one to parse, not a row each), both ways.
+            check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
+            if key not in CACHE.broad:
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
+                    )
+                    few = cursor.fetchone()[0]
+                if len(few) <= MASKED_MAX:
+                    snapshots, check = memory.masked(snapshots, np.array(few, dtype=np.int64)), None
+                else:
+                    with CACHE.lock:
+                        CACHE.broad[key] = True
         screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
         for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
-            if check is not None:
-                with connection.cursor() as cursor:
-                    cursor.execute(check[0], [*check[1], _array(chunk.ids.tolist())])
-                    chunk = chunk.kept(np.isin(chunk.ids, np.array(cursor.fetchone()[0], dtype=np.int64)))
-            if len(chunk):
+            if check is None:
                 yield chunk, rest
+                continue
+            # Checked in pieces of growing size, best cosine first: most searches of a broad filter
+            # need only the first piece, each piece's bound being the best cosine left unchecked.
+            order, start, size = np.argsort(-chunk.cosines, kind="stable"), 0, 8 * limit
+            while start < len(order):
+                piece = chunk.kept(order[start : start + size])
+                start, size = start + size, 2 * size
+                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
+                with connection.cursor() as cursor:
+                    cursor.execute(check[0], [*check[1], _array(piece.ids.tolist())])
+                    found = np.array(cursor.fetchone()[0], dtype=np.int64)
+                yield piece.kept(np.isin(piece.ids, found)), bound
 
     def forget(self, items: Sequence[int]) -> None:
         CACHE.copies.forget(self.project_ids, items)
