@@ -172,20 +172,19 @@ class PostgresStream:
                 .values_list("id", "project_id", "stamp", "references", "is_proposal")
             ),
         )
-        # Raw SQL: the best passage per item is an aggregate over a join, ordered by it, which the ORM
-        # cannot group by the item's columns alone.
+        # Raw SQL: each item's best passage is an aggregate of its passages' products, grouped by the
+        # item id alone before the join (the ORM would group by every column it selects).
         sql = (
-            'SELECT i.id, max((p.embedding <#> %s::vector) * -1) AS cosine, i.project_id, i.stamp, i."references",'
-            f" i.is_proposal FROM ({items}) i JOIN {Passage._meta.db_table} p ON p.item_id = i.id"
-            " WHERE p.project_id = ANY(%s)"
-            ' GROUP BY i.id, i.project_id, i.stamp, i."references", i.is_proposal'
-            " ORDER BY cosine DESC, i.id LIMIT %s"
+            'SELECT i.id, s.cosine, i.project_id, i.stamp, i."references", i.is_proposal FROM (SELECT'
+            " p.item_id, max((p.embedding <#> %s::vector) * -1) AS cosine"
+            f" FROM {Passage._meta.db_table} p WHERE p.project_id = ANY(%s) GROUP BY p.item_id) s"
+            f" JOIN ({items}) i ON i.id = s.item_id ORDER BY s.cosine DESC, i.id LIMIT %s"
         )
         vector, seen = vector_text(query_vector), set()
         rows = max(FIRST_EXACT_ROWS, 4 * limit)
         while True:
             with connection.cursor() as cursor:
-                cursor.execute(sql, [vector, *params, list(self.project_ids), rows + 1])
+                cursor.execute(sql, [vector, list(self.project_ids), *params, rows + 1])
                 batch = cursor.fetchall()
             rest = batch[rows][1] if len(batch) > rows else None
             fresh = [row for row in batch[:rows] if row[0] not in seen]
