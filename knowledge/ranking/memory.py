@@ -224,18 +224,12 @@ class Copy:
             self.size, self.retired = len(keep), 0
 
 
-def _empty_columns() -> dict[str, np.ndarray]:
-    return {
-        "items": np.empty(0, np.int64),
-        "vectors": np.empty((0, DIMENSIONS), np.float32),
-        "live": np.empty(0, bool),
-        "stamps": np.empty(0, np.float64),
-        "proposals": np.empty(0, bool),
-        "references": np.empty(0, object),
-        "scales": np.empty(0, np.float32),
-        "offsets": np.empty(0, np.int32),
-        "errors": np.empty(0, np.float32),
-        "norms": np.empty(0, np.float32),
+def _columns(capacity: int) -> dict[str, np.ndarray]:
+    """Empty columns of a copy (Snapshot's, but ``codes``) with room for ``capacity`` rows."""
+    types = {"items": np.int64, "live": bool, "stamps": np.float64, "proposals": bool, "references": object}
+    types |= {"scales": np.float32, "offsets": np.int32, "errors": np.float32, "norms": np.float32}
+    return {"vectors": np.zeros((capacity, DIMENSIONS), np.float32)} | {
+        name: np.zeros(capacity, dtype) for name, dtype in types.items()
     }
 
 
@@ -265,9 +259,8 @@ def _load(cursor, copy: Copy, passages: int) -> None:
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
     attributes = _attributes(items)
-    copy.columns, copy.rows_of, copy.size, copy.retired = _empty_columns(), {}, 0, 0
-    copy.columns = {name: _grown(column, passages) for name, column in copy.columns.items()}
-    copy.codes = np.empty((DIMENSIONS, passages), np.int8)
+    copy.columns, copy.codes = _columns(passages), np.empty((DIMENSIONS, passages), np.int8)
+    copy.rows_of, copy.size, copy.retired = {}, 0, 0
     passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
         "item_id", "ordinal"
     )

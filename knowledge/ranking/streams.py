@@ -84,9 +84,6 @@ class Cache:
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
         self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
-        # Filters found to match more than MASKED_MAX items, for a minute: their matching ids are not
-        # read again (a filter grown narrow meanwhile is checked chunk by chunk: slower, as exact).
-        self.broad: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
 
     def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
         """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
@@ -126,7 +123,6 @@ class Cache:
             self.sizes.clear()
             self.paths.clear()
             self.statements.clear()
-            self.broad.clear()
 
 
 CACHE = Cache()
@@ -219,17 +215,13 @@ class MemoryStream:
             )
             # Raw SQL: ids in one array value (one to parse, not a row each), both ways.
             check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
-            if key not in CACHE.broad:
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
-                    )
-                    few = cursor.fetchone()[0]
-                if len(few) <= MASKED_MAX:
-                    snapshots, check = memory.masked(snapshots, np.array(few, dtype=np.int64)), None
-                else:
-                    with CACHE.lock:
-                        CACHE.broad[key] = True
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
+                )
+                few = cursor.fetchone()[0]
+            if len(few) <= MASKED_MAX:
+                snapshots, check = memory.masked(snapshots, np.array(few, dtype=np.int64)), None
         screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
         for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
             if check is None:
