@@ -130,9 +130,10 @@ class Snapshot:
     offsets: np.ndarray
     errors: np.ndarray
     norms: np.ndarray
+    single: bool = False  # each item has one row (no item need be handed over once only)
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes"))
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes", "single"))
 
 
 def screen(snapshot: Snapshot, query: np.ndarray) -> np.ndarray:
@@ -177,7 +178,10 @@ class Copy:
 
     def publish(self) -> Snapshot:
         self.snapshot = Snapshot(
-            self.project_id, codes=self.codes, **{n: self.columns[n][: self.size] for n in _COLUMNS}
+            self.project_id,
+            codes=self.codes,
+            single=len(self.rows_of) == self.size - self.retired,
+            **{n: self.columns[n][: self.size] for n in _COLUMNS},
         )
         self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.codes.nbytes + self.size * 128
         return self.snapshot
@@ -220,18 +224,12 @@ class Copy:
             self.size, self.retired = len(keep), 0
 
 
-def _empty_columns() -> dict[str, np.ndarray]:
-    return {
-        "items": np.empty(0, np.int64),
-        "vectors": np.empty((0, DIMENSIONS), np.float32),
-        "live": np.empty(0, bool),
-        "stamps": np.empty(0, np.float64),
-        "proposals": np.empty(0, bool),
-        "references": np.empty(0, object),
-        "scales": np.empty(0, np.float32),
-        "offsets": np.empty(0, np.int32),
-        "errors": np.empty(0, np.float32),
-        "norms": np.empty(0, np.float32),
+def _columns(capacity: int) -> dict[str, np.ndarray]:
+    """Empty columns of a copy (Snapshot's, but ``codes``) with room for ``capacity`` rows."""
+    types = {"items": np.int64, "live": bool, "stamps": np.float64, "proposals": bool, "references": object}
+    types |= {"scales": np.float32, "offsets": np.int32, "errors": np.float32, "norms": np.float32}
+    return {"vectors": np.zeros((capacity, DIMENSIONS), np.float32)} | {
+        name: np.zeros(capacity, dtype) for name, dtype in types.items()
     }
 
 
@@ -261,9 +259,8 @@ def _load(cursor, copy: Copy, passages: int) -> None:
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
     attributes = _attributes(items)
-    copy.columns, copy.rows_of, copy.size, copy.retired = _empty_columns(), {}, 0, 0
-    copy.columns = {name: _grown(column, passages) for name, column in copy.columns.items()}
-    copy.codes = np.empty((DIMENSIONS, passages), np.int8)
+    copy.columns, copy.codes = _columns(passages), np.empty((DIMENSIONS, passages), np.int8)
+    copy.rows_of, copy.size, copy.retired = {}, 0, 0
     passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
         "item_id", "ordinal"
     )
@@ -433,6 +430,7 @@ def nearest(
     bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
     offsets = np.cumsum([0, *(len(s.items) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
+    single = all(s.single for s in snapshots)
     held, held_cosines, seen = np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.int64)
     size = first
     while True:
@@ -456,13 +454,13 @@ def nearest(
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
         items = _gather(snapshots, owner, rows, "items")
-        # Each item once, at its best row: the first of a descending order.
-        order = np.argsort(-cosines, kind="stable")
-        _unique, first_of = np.unique(items[order], return_index=True)
-        best = order[first_of]
-        best = best[~np.isin(items[best], seen)]
-        if len(best):
+        best = np.arange(len(items))
+        if not single:  # each item once, at its best row: the first of a descending order
+            order = np.argsort(-cosines, kind="stable")
+            best = order[np.unique(items[order], return_index=True)[1]]
+            best = best[~np.isin(items[best], seen)]
             seen = np.concatenate([seen, items[best]])
+        if len(best):
             yield (
                 Candidates(
                     ids=items[best],

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+from django.db import connection
 from django.utils import timezone
-from pgvector import Vector
 
 from accounts.models import Project
 from gitsync.selectors import RepositoryState, live_since, repository_files, synced_repository_states
@@ -26,7 +26,7 @@ from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import KnowledgeItem, Passage
 from knowledge.passages import passage_text
 from knowledge.ranking import streams
-from knowledge.ranking.candidates import Candidates, concat
+from knowledge.ranking.candidates import Candidates, concat, vector_text
 from knowledge.ranking.signals import (
     NO_STATUS,
     PathIndex,
@@ -98,8 +98,14 @@ class SearchResult:
 
 def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
     """The files each project's enabled repositories know (see PathIndex), built again only after a sync."""
+    sql, params = streams.CACHE.statement(
+        ("states", tuple(project_ids)), lambda: synced_repository_states(project_ids=project_ids)
+    )
+    with connection.cursor() as cursor:  # Raw SQL: the compiled statement, kept
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     states: dict[int, list[RepositoryState]] = {}
-    for row in synced_repository_states(project_ids=project_ids):
+    for row in rows:
         state = RepositoryState(*row)
         states.setdefault(state.project_id, []).append(state)
     indexes = {}
@@ -192,10 +198,14 @@ def _hits(
 ) -> dict[int, KnowledgeItem]:
     """The items ``ids`` (a deleted one missing) with their highlights and their best passage's span, read
     in one statement: the span is of the same version of the item as its text."""
-    items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
-    if filters.texts and not marks_nothing(filters.texts):
-        items = items.annotate(**{f"{name}_marked": headline(name, filters.texts) for name in HIGHLIGHTED})
-    sql, params = items.query.sql_with_params()
+
+    def hits():
+        items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
+        if filters.texts and not marks_nothing(filters.texts):
+            items = items.annotate(**{f"{n}_marked": headline(n, filters.texts) for n in HIGHLIGHTED})
+        return items
+
+    sql, params = streams.CACHE.statement(("hits", project_ids, filters.texts), hits)
     # Raw SQL: a lateral subquery that orders one item's passages by the query vector.
     return {
         item.pk: item
@@ -204,7 +214,7 @@ def _hits(
             f' LEFT JOIN LATERAL (SELECT p.start, p."end" FROM {Passage._meta.db_table} p'
             " WHERE p.item_id = hits.id ORDER BY p.embedding <#> %s::vector, p.ordinal LIMIT 1) best ON true"
             " WHERE hits.id = ANY(%s)",
-            [*params, Vector(query_vector).to_text(), ids],
+            [*params, vector_text(query_vector), ids],
         )
     }
 

@@ -18,11 +18,10 @@ import numpy as np
 from cachetools import LRUCache, TTLCache
 from django.conf import settings
 from django.db import connection
-from pgvector import Vector
 
 from knowledge.models import TEST_TAG, KnowledgeItem, Passage, normalize_tag
 from knowledge.ranking import memory
-from knowledge.ranking.candidates import STAMP, Candidates
+from knowledge.ranking.candidates import STAMP, Candidates, vector_text
 from knowledge.ranking.signals import PathIndex
 
 EXACT = "exact"
@@ -84,6 +83,18 @@ class Cache:
         self.lock = threading.Lock()  # guards the two below (the copies have their own)
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
+        self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
+
+    def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
+        """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
+        costs more CPU than PostgreSQL takes to run them (bench/RESULTS.md, "Engine mechanisms")."""
+        with self.lock:
+            compiled = self.statements.get(key)
+        if compiled is None:
+            compiled = queryset().query.sql_with_params()
+            with self.lock:
+                self.statements[key] = compiled
+        return compiled
 
     def passages(self, project_ids: tuple[int, ...]) -> int:
         """How many passages the projects hold, counted at most once a minute: the count only chooses
@@ -111,6 +122,7 @@ class Cache:
         with self.lock:
             self.sizes.clear()
             self.paths.clear()
+            self.statements.clear()
 
 
 CACHE = Cache()
@@ -147,27 +159,28 @@ class PostgresStream:
     strategy: str
 
     def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
-        items, params = (
-            scope(self.project_ids, self.filters)
-            .annotate(stamp=STAMP)
-            .order_by()
-            .values_list("id", "project_id", "stamp", "references", "is_proposal")
-            .query.sql_with_params()
+        items, params = CACHE.statement(
+            ("scan", self.project_ids, self.filters),
+            lambda: (
+                scope(self.project_ids, self.filters)
+                .annotate(stamp=STAMP)
+                .order_by()
+                .values_list("id", "project_id", "stamp", "references", "is_proposal")
+            ),
         )
-        # Raw SQL: the best passage per item is an aggregate over a join, ordered by it, which the ORM
-        # cannot group by the item's columns alone.
+        # Raw SQL: each item's best passage is an aggregate of its passages' products, grouped by the
+        # item id alone before the join (the ORM would group by every column it selects).
         sql = (
-            'SELECT i.id, max((p.embedding <#> %s::vector) * -1) AS cosine, i.project_id, i.stamp, i."references",'
-            f" i.is_proposal FROM ({items}) i JOIN {Passage._meta.db_table} p ON p.item_id = i.id"
-            " WHERE p.project_id = ANY(%s)"
-            ' GROUP BY i.id, i.project_id, i.stamp, i."references", i.is_proposal'
-            " ORDER BY cosine DESC, i.id LIMIT %s"
+            'SELECT i.id, s.cosine, i.project_id, i.stamp, i."references", i.is_proposal FROM (SELECT'
+            " p.item_id, max((p.embedding <#> %s::vector) * -1) AS cosine"
+            f" FROM {Passage._meta.db_table} p WHERE p.project_id = ANY(%s) GROUP BY p.item_id) s"
+            f" JOIN ({items}) i ON i.id = s.item_id ORDER BY s.cosine DESC, i.id LIMIT %s"
         )
-        vector, seen = Vector(query_vector).to_text(), set()
+        vector, seen = vector_text(query_vector), set()
         rows = max(FIRST_EXACT_ROWS, 4 * limit)
         while True:
             with connection.cursor() as cursor:
-                cursor.execute(sql, [vector, *params, list(self.project_ids), rows + 1])
+                cursor.execute(sql, [vector, list(self.project_ids), *params, rows + 1])
                 batch = cursor.fetchall()
             rest = batch[rows][1] if len(batch) > rows else None
             fresh = [row for row in batch[:rows] if row[0] not in seen]
@@ -185,8 +198,8 @@ class PostgresStream:
 @dataclass
 class MemoryStream:
     """The in-memory copy's stream. A keyword or path filter's matching items are read first, up to
-    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else each chunk's items are checked
-    against the filter in PostgreSQL, and only those that match are handed over."""
+    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else the items of each chunk are
+    checked against the filter in PostgreSQL, and only those that match are handed over."""
 
     project_ids: tuple[int, ...]
     filters: SearchFilters
@@ -196,22 +209,35 @@ class MemoryStream:
     def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
         snapshots, check = self.snapshots, None
         if self.filters.narrows:
-            matching = scope(self.project_ids, self.filters).order_by().values_list("id", flat=True)
-            few = list(matching[: MASKED_MAX + 1])
+            key = ("matching", self.project_ids, self.filters)
+            sql, params = CACHE.statement(
+                key, lambda: scope(self.project_ids, self.filters).order_by().values("id")
+            )
+            # Raw SQL: ids in one array value (one to parse, not a row each), both ways.
+            check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
+                )
+                few = cursor.fetchone()[0]
             if len(few) <= MASKED_MAX:
-                snapshots = memory.masked(snapshots, np.array(few, dtype=np.int64))
-            else:
-                sql, params = matching.query.sql_with_params()
-                # Raw SQL: a chunk's ids sent as one array value, not a parameter each.
-                check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
+                snapshots, check = memory.masked(snapshots, np.array(few, dtype=np.int64)), None
         screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
         for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
-            if check is not None:
-                with connection.cursor() as cursor:
-                    cursor.execute(check[0], [*check[1], _array(chunk.ids.tolist())])
-                    chunk = chunk.kept(np.isin(chunk.ids, np.array(cursor.fetchone()[0], dtype=np.int64)))
-            if len(chunk):
+            if check is None:
                 yield chunk, rest
+                continue
+            # Checked in pieces of growing size, best cosine first: most searches of a broad filter
+            # need only the first piece, each piece's bound being the best cosine left unchecked.
+            order, start, size = np.argsort(-chunk.cosines, kind="stable"), 0, 8 * limit
+            while start < len(order):
+                piece = chunk.kept(order[start : start + size])
+                start, size = start + size, 2 * size
+                bound = float(chunk.cosines[order[start]]) if start < len(order) else rest
+                with connection.cursor() as cursor:
+                    cursor.execute(check[0], [*check[1], _array(piece.ids.tolist())])
+                    found = np.array(cursor.fetchone()[0], dtype=np.int64)
+                yield piece.kept(np.isin(piece.ids, found)), bound
 
     def forget(self, items: Sequence[int]) -> None:
         CACHE.copies.forget(self.project_ids, items)

@@ -25,6 +25,7 @@ def snapshot(project_id: int, vectors: np.ndarray, live: np.ndarray, passages: i
         proposals=np.zeros(rows, dtype=bool),
         references=np.empty(rows, dtype=object),
         **quantized(vectors),
+        single=passages == 1,
     )
 
 
