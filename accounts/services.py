@@ -95,9 +95,18 @@ def key_cache_name(hashed_secret: str) -> str:
     return f"apikey:{hashed_secret}"
 
 
+def key_projects_cache_name(hashed_secret: str, scope: str) -> str:
+    return f"apikey-projects:{hashed_secret}:{scope}"
+
+
 def key_cache_forget(hashed_secrets) -> None:
-    """Drop these keys' cached lookups (accounts.signals calls it on every change that concerns a key)."""
-    caches[KEY_CACHE].delete_many([key_cache_name(hashed) for hashed in hashed_secrets])
+    """Drop these keys' cached lookups and projects (accounts.signals calls it on every change that
+    concerns a key: the key, its owner, the owner's memberships, a project of theirs)."""
+    names = []
+    for hashed in hashed_secrets:
+        names.append(key_cache_name(hashed))
+        names += [key_projects_cache_name(hashed, scope) for scope in Scope.values]
+    caches[KEY_CACHE].delete_many(names)
 
 
 def api_key_authenticate(*, secret: str) -> ApiKey | None:

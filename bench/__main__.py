@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("search", "gitsync", "embedding", "history", "tenants", "imports", "crossover"),
+        choices=("search", "gitsync", "embedding", "history", "tenants", "imports", "crossover", "peers"),
         help="Run one benchmark (default: all but tenants and crossover).",
     )
     parser.add_argument(
@@ -59,7 +59,14 @@ def main(argv=None) -> int:
         action="store_true",
         help="Tenants and crossover benchmarks: reuse the database a previous run loaded (same sizes).",
     )
-    parser.add_argument("--notes", type=int, default=10_000, help="Notes in the imports benchmark's zip.")
+    parser.add_argument(
+        "--notes", type=int, default=10_000, help="Notes in the imports (zip) and peers benchmarks."
+    )
+    parser.add_argument(
+        "--before",
+        help="Peers benchmark: also serve this source tree (e.g. an older commit's `git archive`) on the "
+        "same data, interleaved, and stamp its stages.",
+    )
     parser.add_argument("--commits", type=int, default=5000, help="Commits in the generated git repository.")
     parser.add_argument("--repo", help="Sync this git repository (path or URL) instead of a generated one.")
     args = parser.parse_args(argv)
@@ -80,6 +87,9 @@ def main(argv=None) -> int:
         return 0
     if args.only == "crossover":
         run_crossover(data_dir, results_dir, keep=args.keep_data)
+        return 0
+    if args.only == "peers":
+        run_peers(data_dir, results_dir, notes=2000 if args.quick else args.notes, before=args.before)
         return 0
     results = []
     for size in sizes if args.only in (None, "search") else []:
@@ -192,6 +202,38 @@ def fresh_database(data_dir: Path, name: str) -> str:
     ) as c:
         c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     return ensure_embedded_database(data_dir, name=name)
+
+
+def run_peers(data_dir: Path, results_dir: Path, *, notes: int, before: str | None) -> dict:
+    """bench/peers.py in a fresh database; with ``before``, that tree's stages are stamped on the same data."""
+    from bench import peers
+
+    out = results_dir / "peers.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_peers"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.peers", "--notes", str(notes), "--json", str(out)]
+    subprocess.run([*command, *(["--before", before] if before else [])], env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    if before:
+        import shutil
+
+        tree = Path(before).resolve()
+        for name in ("peers.py", "peers_data.py"):  # the same stamps, in the older tree
+            shutil.copy(ROOT / "bench" / name, tree / "bench" / name)
+        stamped = results_dir / "peers-before-stages.json"
+        subprocess.run(
+            [sys.executable, "-m", "bench.peers", "--stages-only", "--json", str(stamped)],
+            env={**env, "PYTHONPATH": str(tree)},
+            cwd=tree,
+            check=True,
+        )
+        result["stages_before_ms"] = json.loads(stamped.read_text())["stages_ms"]
+        out.write_text(json.dumps(result, indent=2))
+    peers.report(result)
+    return result
 
 
 def run_tenants(

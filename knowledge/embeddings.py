@@ -5,7 +5,7 @@
 
 ``CONTEXTFORGE_EMBEDDING_BACKEND`` picks the engine. ``onnx`` (the default) runs the model through ONNX
 Runtime: the first process that needs it exports the model folder's own weights once, with torch's
-exporter, fuses a BERT model's attention, LayerNorm and GELU subgraphs with ONNX Runtime's transformer
+exporter in a short-lived process of its own (so that no web or Celery worker ever holds torch), fuses a BERT model's attention, LayerNorm and GELU subgraphs with ONNX Runtime's transformer
 optimizer, and writes the result into ``DATA_DIR/models/`` beside the file's SHA-256; later processes
 check that hash and load the file. ``CONTEXTFORGE_EMBEDDING_INT8`` runs instead a copy of that export
 whose matrix products ONNX Runtime quantized dynamically to int8 (made once the same way). ``torch``
@@ -22,20 +22,22 @@ import importlib.metadata
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from knowledge.onnx_export import ONNX_OPSET
 
 logger = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 # Part of the export's file name: bump it when the exported graph changes, so old exports are redone.
 EXPORT_VERSION = "2"
-ONNX_OPSET = 17
 
 
 class EmbeddingUnavailable(Exception):
@@ -276,84 +278,22 @@ def _export_intact(target: Path) -> bool:
 
 
 def export_onnx(folder: Path, target: Path) -> None:
-    """Export the folder's Transformer with mean pooling to ``target``.
-
-    A BERT model is exported with eager attention, whose graph ONNX Runtime's optimizer recognises, and
-    leaves it with its attention, embedding LayerNorm, residual LayerNorms and GELUs fused into one
-    operator each (the fused ops are ONNX Runtime's own, which is what runs the file).
-    """
-    import torch
-    from transformers import AutoModel
-
-    class MeanPooled(torch.nn.Module):
-        def __init__(self, transformer):
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            tokens = self.transformer(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
-            return (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-
-    transformer = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
-    sample = torch.ones((2, 8), dtype=torch.long)
-    axes = {0: "batch", 1: "tokens"}
-    with torch.no_grad(), warnings.catch_warnings():
-        # The tracer warns about every shape-dependent branch; the dynamic axes cover those it names.
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            MeanPooled(transformer),
-            (sample, sample, torch.zeros_like(sample)),
-            str(target),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["embedding"],
-            dynamic_axes={
-                "input_ids": axes,
-                "attention_mask": axes,
-                "token_type_ids": axes,
-                "embedding": {0: "batch"},
-            },
-            opset_version=ONNX_OPSET,
-            dynamo=False,  # the TorchScript exporter: needs `onnx` but not `onnxscript`
-        )
-    config = transformer.config
-    if config.model_type == "bert":
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        optimize_model(
-            str(target),
-            model_type="bert",
-            num_heads=config.num_attention_heads,
-            hidden_size=config.hidden_size,
-        ).save_model_to_file(str(target))
+    """Export the folder's Transformer with mean pooling to ``target``, in a process of its own
+    (knowledge/onnx_export.py): torch is loaded there, for the export's few seconds, never here."""
+    _in_own_process("export", folder, target)
 
 
 def quantize_onnx(source: Path, target: Path) -> None:
-    """Write ``source`` with its MatMul weights quantized to int8 per channel, and activations per call."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    """Write ``source`` with its MatMul weights quantized to int8, in a process of its own."""
+    _in_own_process("quantize", source, target)
 
-    # The quantizer logs on the root logger, a line for every tensor of the fused operators it cannot type.
-    root = logging.getLogger()
 
-    def quiet(record: logging.LogRecord) -> bool:
-        return "onnxruntime" not in record.pathname
-
-    root.addFilter(quiet)
-    try:
-        quantize_dynamic(
-            source,
-            target,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            # The fused operators are ONNX Runtime's own, which ONNX's shape inference cannot type.
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-    finally:
-        root.removeFilter(quiet)
+def _in_own_process(step: str, source: Path, target: Path) -> None:
+    command = [sys.executable, "-m", "knowledge.onnx_export", step, str(source), str(target)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=settings.BASE_DIR)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{step} exited with {done.returncode}: {last}")
 
 
 def _make_once(target: Path, make) -> None:

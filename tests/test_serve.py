@@ -160,6 +160,40 @@ def test_one_port_serves_the_dashboard_the_rest_api_and_mcp(served, cast):
     assert f"{served.base}/mcp" in served.log.read_text()  # serve says where agents connect
 
 
+def descendants(pid: int) -> list[int]:
+    children = list(children_of(pid))
+    return children + [grandchild for child in children for grandchild in descendants(child)]
+
+
+def loads_torch(pid: int) -> bool:
+    """Whether the process has torch loaded: importing torch maps its shared library, for good."""
+    try:
+        return "libtorch" in (Path("/proc") / str(pid) / "maps").read_text()
+    except OSError:  # gone meanwhile
+        return False
+
+
+def test_no_web_or_celery_worker_holds_torch_after_a_search_that_made_the_onnx_export(served, cast):
+    knowledge_services.item_create(
+        project=cast.project,
+        title="Deploys",
+        content="Blue-green behind the balancer.",
+        created_by=cast.owner,
+    )
+    secret = new_key(cast.member, project=cast.project)
+    found = httpx2.post(
+        f"{served.base}/api/v1/search/",
+        json={"query": "how do we deploy"},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=180,  # this server's data directory has no export yet: the first search has it made
+    )
+    assert found.status_code == 200 and found.json()["results"], found.text
+    assert list((served.data_dir / "models").glob("*.onnx"))  # made, by a process of its own
+    gunicorn = child_pid(served.process, "gunicorn")
+    assert children_of(gunicorn), "no web worker found"
+    assert [pid for pid in descendants(served.process.pid) if loads_torch(pid)] == []
+
+
 def test_a_child_that_dies_is_restarted_and_the_web_keeps_answering(served, cast):
     web = child_pid(served.process, "gunicorn")
     killed = child_pid(served.process, "--queues git")

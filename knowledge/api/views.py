@@ -11,6 +11,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.selectors import key_projects
 from contextforge.api import ApplicationError
 from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.params import query_flag
@@ -271,7 +272,7 @@ class SearchApi(APIView):
         data = validated(s.SearchInputSerializer, request.data)
         given, slug = data.get("filters", {}), data.get("project")
         found = selectors.search_for(
-            readable=request_projects(request),
+            readable=key_projects(api_key=request.auth),
             projects=[request_project(request, slug, "read")] if slug else None,
             query=data["query"],
             tags=given.get("tags", []),

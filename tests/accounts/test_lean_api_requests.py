@@ -71,6 +71,13 @@ def test_a_deactivated_owner_or_a_membership_removed_counts_on_the_next_request(
     assert searched(api)[0].status_code == 401
 
 
+def test_a_renamed_project_is_seen_by_the_next_search(api, cast):
+    assert searched(api)[0].json()["results"][0]["item"]["project"] == "acme"
+    cast.project.slug = "acme-two"  # as the admin's change form saves it
+    cast.project.save()
+    assert searched(api)[0].json()["results"][0]["item"]["project"] == "acme-two"
+
+
 def test_an_api_request_touches_no_session_cookie_or_page_middleware(client, cast, api):
     client.force_login(cast.member)  # the same browser holds a session, and its cookie goes along
     api.cookies = client.cookies
