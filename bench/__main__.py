@@ -4,6 +4,8 @@ Markdown zip (``--only search``, ``--only gitsync``, ``--only embedding`` or ``-
 of them). ``--only tenants`` runs the many-teams
 benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
 ``--only history`` runs the cost of item history on the write path (bench/history.py).
+``--only imports-memory`` measures the peak memory of a dry run of the largest accepted file of each
+import format (bench/imports_memory.py), never run by default.
 ``--only crossover`` times PostgreSQL's exact scan against the in-memory copy at several project sizes
 (bench/crossover.py), never run by default.
 
@@ -39,7 +41,17 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("search", "gitsync", "embedding", "history", "tenants", "imports", "crossover", "peers"),
+        choices=(
+            "search",
+            "gitsync",
+            "embedding",
+            "history",
+            "tenants",
+            "imports",
+            "imports-memory",
+            "crossover",
+            "peers",
+        ),
         help="Run one benchmark (default: all but tenants and crossover).",
     )
     parser.add_argument(
@@ -90,6 +102,9 @@ def main(argv=None) -> int:
         return 0
     if args.only == "peers":
         run_peers(data_dir, results_dir, notes=2000 if args.quick else args.notes, before=args.before)
+        return 0
+    if args.only == "imports-memory":
+        run_imports_memory(data_dir, results_dir)
         return 0
     results = []
     for size in sizes if args.only in (None, "search") else []:
@@ -170,6 +185,19 @@ def run_imports(data_dir: Path, results_dir: Path, *, notes: int) -> dict:
     result = json.loads(out.read_text())
     imports.report_result(result)
     return result
+
+
+def run_imports_memory(data_dir: Path, results_dir: Path) -> None:
+    out = results_dir / "imports-memory.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_imports_memory"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    print("\n== peak memory of a dry run of the largest accepted file of each format ==")
+    subprocess.run(
+        [sys.executable, "-m", "bench.imports_memory", "--json", str(out)], env=env, cwd=ROOT, check=True
+    )
 
 
 def run_embedding(data_dir: Path, results_dir: Path) -> dict:

@@ -334,6 +334,9 @@ CONTEXTFORGE_MAX_IMPORT_BYTES = env_int("CONTEXTFORGE_MAX_IMPORT_BYTES", 50 * 10
 # An uploaded zip is refused, before anything is unpacked, past either limit.
 CONTEXTFORGE_IMPORT_MAX_FILES = env_int("CONTEXTFORGE_IMPORT_MAX_FILES", 10_000, minimum=1)
 CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB", 50, minimum=1)
+# An upload holding more records (rows, notes, lines) than this is refused whole with a 413 before any
+# is imported; it bounds what a dry run, which runs in the web process, reads.
+CONTEXTFORGE_IMPORT_MAX_ROWS = env_int("CONTEXTFORGE_IMPORT_MAX_ROWS", 100_000, minimum=1)
 # A running import job records a heartbeat this often; one that missed IMPORT_MISSED_BEATS (its worker
 # died) is failed by beat, saying how far it got, and can be resumed.
 CONTEXTFORGE_IMPORT_HEARTBEAT_S = env_int("CONTEXTFORGE_IMPORT_HEARTBEAT_S", 15, minimum=1)

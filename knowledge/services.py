@@ -522,6 +522,16 @@ class ImportReport:
         self.errors.append({"file": record.file, **error} if record.file else error)
 
 
+ROW_LIMIT = _("More than {max} items: an import holds at most {max} (CONTEXTFORGE_IMPORT_MAX_ROWS).")
+
+
+class TooManyRows(ApplicationError):
+    """An upload holding more records than CONTEXTFORGE_IMPORT_MAX_ROWS (HTTP 413), refused whole."""
+
+    def __init__(self, limit: int):
+        super().__init__(ROW_LIMIT.format(max=limit), field="file", status_code=413)
+
+
 class ImportInterrupted(Exception):
     """An import stopped part way: the batches before ``report``'s counts are written, the rest untouched."""
 
@@ -564,9 +574,10 @@ def items_import(
     prune: bool = False,
     atomic: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    total: int | None = None,
 ) -> ImportReport:
-    """Import items: every record is validated first, then each valid one is created, updated or skipped,
-    and a bad one reported with its file, its line and what was wrong.
+    """Import items: each record is validated, then each valid one is created, updated or skipped, and a
+    bad one reported with its file, its line and what was wrong.
 
     With a ``format``, a record's key ties its item to its source: importing the source again updates
     the items whose source changed (through ``item_update``) and skips the others; ``prune`` deletes the
@@ -574,38 +585,26 @@ def items_import(
     whose title and content the project holds already is skipped. Either way, an item a record finds in
     the trash comes back, reported updated. ``dry_run`` reports without writing.
     ``atomic`` writes everything or nothing; otherwise each batch is committed as it is written (a job
-    reports its ``progress``), and a failure raises ImportInterrupted with what was done.
+    reports its ``progress`` out of ``total`` records), and a failure raises ImportInterrupted with what
+    was done.
+
+    ``records`` are read as a stream, IMPORT_BATCH valid ones at a time: what the import holds at once
+    is one batch (two while the model embeds one), the keys seen so far and the first ROWS_SHOWN rows of
+    each kind, whatever the number of records. More than CONTEXTFORGE_IMPORT_MAX_ROWS is TooManyRows.
     """
     report = ImportReport()
-    valid: list[tuple[Record, KnowledgeItem]] = []
-    seen: set[tuple[int, str]] = set()
-    now = timezone.now()
-    for record in records:
-        record = Record(*record)
-        if isinstance(record.value, ValidationError):
-            report.fail(record, record.value)
-            continue
-        try:
-            item = _import_record(record.value, default_project, projects_by_slug, created_by, now)
-        except ValidationError as exc:
-            report.fail(record, exc)
-            continue
-        key = (item.project_id, (format and record.key) or item.content_hash)
-        if key in seen:
-            report.add("skipped", record, item)
-            continue
-        seen.add(key)
-        valid.append((record, item))
-    plan = _ImportPlan(format=format, valid=valid, report=report, dry_run=dry_run, progress=progress)
+    plan = _ImportPlan(format=format, report=report, dry_run=dry_run, progress=progress, total=total)
     try:
         # Every version this import writes names the import channel (the COPY's rows included).
         with (
             transaction.atomic() if atomic else contextlib.nullcontext(),
             history_context(channel=IMPORT, action=Action.IMPORT),
         ):
-            plan.run()
+            plan.run(_valid_batches(records, plan, default_project, projects_by_slug, created_by))
             if prune and format:
-                _prune(format=format, projects={item.project_id for _r, item in valid}, keep=seen, plan=plan)
+                _prune(format=format, projects=plan.projects, keep=plan.seen, plan=plan)
+    except TooManyRows:
+        raise
     except Exception as exc:
         if atomic:
             raise
@@ -613,22 +612,59 @@ def items_import(
     return report
 
 
+def _valid_batches(records, plan: _ImportPlan, default_project, projects_by_slug, created_by):
+    """The valid records of ``records`` as (record, item) pairs, IMPORT_BATCH at a time; a bad one is
+    reported failed, one whose key this import has seen already skipped."""
+    limit = settings.CONTEXTFORGE_IMPORT_MAX_ROWS
+    now = timezone.now()
+    batch: list[tuple[Record, KnowledgeItem]] = []
+    for count, record in enumerate(records, start=1):
+        if count > limit:
+            raise TooManyRows(limit)
+        record = Record(*record)
+        if isinstance(record.value, ValidationError):
+            plan.report.fail(record, record.value)
+            plan.unbatched += 1
+            continue
+        try:
+            item = _import_record(record.value, default_project, projects_by_slug, created_by, now)
+        except ValidationError as exc:
+            plan.report.fail(record, exc)
+            plan.unbatched += 1
+            continue
+        key = (item.project_id, (plan.format and record.key) or item.content_hash)
+        if key in plan.seen:
+            plan.report.add("skipped", record, item)
+            plan.unbatched += 1
+            continue
+        plan.seen.add(key)
+        plan.projects.add(item.project_id)
+        batch.append((record, item))
+        if len(batch) == IMPORT_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 @dataclass
 class _ImportPlan:
     format: str
-    valid: list[tuple[Record, KnowledgeItem]]
     report: ImportReport
     dry_run: bool
     progress: Callable[[int, int], None] | None
+    total: int | None = None
     done: int = 0
+    seen: set[tuple[int, str]] = field(default_factory=set)
+    projects: set[int] = field(default_factory=set)
+    unbatched: int = 0
 
-    def run(self) -> None:
+    def run(self, batches: Iterable[list[tuple[Record, KnowledgeItem]]]) -> None:
         # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
         # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
         embedding: tuple[list, Future] | None = None
         with ThreadPoolExecutor(max_workers=1) as pool:
-            for start in range(0, len(self.valid), IMPORT_BATCH):
-                batch = self.valid[start : start + IMPORT_BATCH]
+            for batch in batches:
                 fresh = self._classify(batch)
                 if self.dry_run:
                     for record, item in fresh:
@@ -644,11 +680,15 @@ class _ImportPlan:
                     self._step(len(batch))
             if embedding:
                 self._write(*embedding)
+        if self.unbatched:
+            self._step(0)
 
     def _step(self, count: int) -> None:
-        self.done += count
+        # The records read but not in a batch (failed, or seen already) count as done with the next one.
+        self.done += count + self.unbatched
+        self.unbatched = 0
         if self.progress:
-            self.progress(self.done, len(self.valid))
+            self.progress(self.done, max(self.total or 0, self.done))
 
     def _classify(self, batch: list[tuple[Record, KnowledgeItem]]) -> list[tuple[Record, KnowledgeItem]]:
         """The records of ``batch`` whose items are new; the others are updated or reported skipped."""
@@ -873,10 +913,14 @@ def import_upload(
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
-    API, the dashboard, the MCP tools, a job and a repository's knowledge sources."""
+    API, the dashboard, the MCP tools, a job and a repository's knowledge sources. The upload is read
+    twice as a stream: once to count its records (TooManyRows before anything is written), once to
+    import them."""
     _check_size(name, data)
+    total = import_rows_counted(format=format, name=name, data=data)
     return items_import(
         records=importers.records_from(format=format, name=name, data=data),
+        total=total,
         default_project=project,
         projects_by_slug={project.slug: project},
         created_by=created_by,
@@ -886,6 +930,18 @@ def import_upload(
         atomic=atomic,
         progress=progress,
     )
+
+
+def import_rows_counted(*, format: str, name: str, data: bytes) -> int:
+    """How many records an upload holds, read as a stream (a file that cannot be read counts as one);
+    TooManyRows as soon as there are more than CONTEXTFORGE_IMPORT_MAX_ROWS."""
+    limit = settings.CONTEXTFORGE_IMPORT_MAX_ROWS
+    count = 0
+    for _record in importers.records_from(format=format, name=name, data=data):
+        count += 1
+        if count > limit:
+            raise TooManyRows(limit)
+    return count
 
 
 def import_job_create(
@@ -905,6 +961,7 @@ def import_job_create(
     _check_size(name, data)
     if importers.archive.is_zip(name, data):
         importers.archive.check(name, data)
+    import_rows_counted(format=format, name=name, data=data)
     status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
     with transaction.atomic():
         job = ImportJob.objects.create(

@@ -438,6 +438,9 @@ def import_page(request):
             )
         except ValidationError as exc:
             apply_errors(form, exc)
+        except ApplicationError as exc:  # too many rows (413)
+            form.add_error("file", exc.message)
+            return render(request, "knowledge/import.html", context, status=exc.status_code)
         else:
             context.update(preview=report.summary(), job=job)
     return render(request, "knowledge/import.html", context)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from contextforge.text import JSON_TOO_DEEP
 from knowledge.importers.base import Record, as_tag, failure
+from knowledge.importers.json_lines import iter_array, skip_space
 
 NOT_MEM0 = _("Not a mem0 export: a list of memories, or an object with a 'results' list.")
 BAD_JSON = _("Invalid JSON: {problem}.")
@@ -35,27 +37,55 @@ def tags_of(entry: dict) -> list[str]:
     return [TAG, *(t for t in tags if t and len(t) <= settings.CONTEXTFORGE_MAX_TAG_LENGTH)]
 
 
-def parse(file: str, text: str) -> list[Record]:
+def _memories(text: str) -> Iterator[object] | None:
+    """The memories of an export, read as a stream: a top-level list, or the list under "results" (or
+    "memories") of a top-level object; None when it holds neither. A json.JSONDecodeError where the
+    text is not JSON."""
+    at = skip_space(text, 0)
+    if text.startswith("[", at):
+        return iter_array(text, at)
+    if not text.startswith("{", at):
+        json.loads(text)  # raises what is wrong, or it is a JSON scalar: not an export
+        return None
+    decoder = json.JSONDecoder()
+    at = skip_space(text, at + 1)
+    while not text.startswith("}", at):
+        key, at = decoder.raw_decode(text, at)
+        at = skip_space(text, at)
+        if not text.startswith(":", at):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        at = skip_space(text, at + 1)
+        if key in ("results", "memories") and text.startswith("[", at):
+            return iter_array(text, at, last=False)
+        _value, at = decoder.raw_decode(text, at)  # another key's value: read past it
+        at = skip_space(text, at)
+        if text.startswith(",", at):
+            at = skip_space(text, at + 1)
+        elif not text.startswith("}", at):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+    return None
+
+
+def parse(file: str, text: str) -> Iterator[Record]:
+    number = 0
     try:
-        data = json.loads(text)
+        memories = _memories(text)
+        if memories is None:
+            yield failure(file, 1, NOT_MEM0)
+            return
+        for number, entry in enumerate(memories, start=1):
+            if not isinstance(entry, dict) or not isinstance(entry.get("memory"), str):
+                yield failure(file, number, NOT_A_MEMORY, "memory")
+                continue
+            value = {
+                "title": title_of(entry["memory"]),
+                "content": entry["memory"],
+                "tags": tags_of(entry),
+                "created_at": entry.get("created_at"),
+                "updated_at": entry.get("updated_at"),
+            }
+            yield Record(number, value, file, str(entry.get("id") or ""))
     except json.JSONDecodeError as exc:
-        return [failure(file, exc.lineno, BAD_JSON.format(problem=exc.msg))]
+        yield failure(file, exc.lineno, BAD_JSON.format(problem=exc.msg))
     except RecursionError:
-        return [failure(file, 1, JSON_TOO_DEEP)]
-    memories = data.get("results", data.get("memories")) if isinstance(data, dict) else data
-    if not isinstance(memories, list):
-        return [failure(file, 1, NOT_MEM0)]
-    records = []
-    for number, entry in enumerate(memories, start=1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("memory"), str):
-            records.append(failure(file, number, NOT_A_MEMORY, "memory"))
-            continue
-        value = {
-            "title": title_of(entry["memory"]),
-            "content": entry["memory"],
-            "tags": tags_of(entry),
-            "created_at": entry.get("created_at"),
-            "updated_at": entry.get("updated_at"),
-        }
-        records.append(Record(number, value, file, str(entry.get("id") or "")))
-    return records
+        yield failure(file, number + 1, JSON_TOO_DEEP)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.importers.base import Record, failure
+from knowledge.importers.json_lines import text_lines
 
 COLUMNS = ["title", "content", "tags", "created_at", "updated_at"]
 FORMULA_ESCAPED = "formula_escaped"
@@ -26,22 +28,25 @@ MISSING_COLUMNS = _("Missing column(s): {columns}.")
 BAD_ROW = _("Not CSV: {problem}")
 
 
-def parse(file: str, text: str) -> list[Record]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def parse(file: str, text: str) -> Iterator[Record]:
+    """Each row of ``text`` as a record, read as a stream: one row in memory at a time."""
+    reader = csv.reader(text_lines(text))
     try:
         header = [name.strip().lower() for name in next(reader)]
     except csv.Error as exc:
-        return [failure(file, 1, BAD_ROW.format(problem=exc))]
+        yield failure(file, 1, BAD_ROW.format(problem=exc))
+        return
+    except StopIteration:
+        return
     unknown = [name for name in header if name not in (*COLUMNS, FORMULA_ESCAPED)]
     if unknown:
-        return [
-            failure(file, 1, UNKNOWN_COLUMNS.format(columns=", ".join(unknown), known=", ".join(COLUMNS)))
-        ]
+        yield failure(file, 1, UNKNOWN_COLUMNS.format(columns=", ".join(unknown), known=", ".join(COLUMNS)))
+        return
     missing = [name for name in REQUIRED if name not in header]
     if missing:
-        return [failure(file, 1, MISSING_COLUMNS.format(columns=", ".join(missing)))]
+        yield failure(file, 1, MISSING_COLUMNS.format(columns=", ".join(missing)))
+        return
     escaped = FORMULA_ESCAPED in header
-    records = []
     try:
         for cells in reader:
             row = reader.line_num
@@ -55,10 +60,9 @@ def parse(file: str, text: str) -> list[Record]:
             for name in ("created_at", "updated_at"):
                 value[name] = value.get(name) or None
             # A spreadsheet has no ids: a row is known again by its title.
-            records.append(Record(row, value, file, value.get("title", "").strip()))
+            yield Record(row, value, file, value.get("title", "").strip())
     except csv.Error as exc:
-        records.append(failure(file, reader.line_num, BAD_ROW.format(problem=exc)))
-    return records
+        yield failure(file, reader.line_num, BAD_ROW.format(problem=exc))
 
 
 def escape(cell: str) -> str:

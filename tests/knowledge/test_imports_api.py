@@ -8,9 +8,11 @@ import io
 import json
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -290,3 +292,69 @@ def test_a_hand_made_csv_without_the_export_column_keeps_its_leading_quotes(cast
     assert report.created == 1
     item = KnowledgeItem.objects.get()
     assert (item.title, item.content) == ("'=1", "'+2")
+
+
+# ----- limits and memory --------------------------------------------------------------------------
+
+
+def memory_kb(field: str) -> int:
+    """This process's VmRSS or VmHWM (its peak since the last reset_peak), in kB, from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+def reset_peak() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
+
+
+def test_a_three_million_row_csv_is_refused_with_413_naming_the_limit_and_memory_stays_bounded(admin):
+    data = bytearray(b"title,content\n")
+    for start in range(0, 3_000_000, 100_000):
+        data += "".join(f"t{n},c\n" for n in range(start, start + 100_000)).encode()
+    data = bytes(data)
+    assert len(data) < settings.CONTEXTFORGE_MAX_IMPORT_BYTES  # within the size limit: the rows are refused
+    for dry_run in ("1", "0"):
+        reset_peak()
+        before = memory_kb("VmRSS")
+        response = upload(admin, "big.csv", data, dry_run=dry_run)
+        growth = memory_kb("VmHWM") - before
+        assert response.status_code == 413, response.content
+        assert "100000" in response.json()["file"][0]
+        # The upload itself is held a few times over (the multipart body, the file, its text); what
+        # was refused is never held: 3 million rows as items took gigabytes.
+        assert growth < 8 * len(data) // 1024, (growth, len(data) // 1024)
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("a.csv", "title,content\n" + "".join(f"T{n},C\n" for n in range(6))),
+        ("a.jsonl", "".join(f'{{"title": "T{n}", "content": "C"}}\n' for n in range(6))),
+        ("a.json", json.dumps([{"title": f"T{n}", "content": "C"} for n in range(6)])),
+        ("mem0.json", json.dumps({"results": [{"id": str(n), "memory": f"M{n}"} for n in range(6)]})),
+        ("vault.zip", zipped({f"notes/{n}.md": f"# N{n}\n\nText.\n" for n in range(6)})),
+        ("CLAUDE.md", "".join(f"## S{n}\n\nText.\n" for n in range(6))),
+    ],
+)
+def test_every_format_over_the_row_limit_is_refused_whole_before_anything_is_written(
+    admin, settings, name, body
+):
+    settings.CONTEXTFORGE_IMPORT_MAX_ROWS = 5
+    data = body if isinstance(body, bytes) else body.encode()
+    for dry_run in ("1", "0"):
+        response = upload(admin, name, data, dry_run=dry_run)
+        assert response.status_code == 413 and "5" in response.json()["file"][0], response.content
+    settings.CONTEXTFORGE_IMPORT_MAX_ROWS = 6
+    assert upload(admin, name, data, dry_run=1).json()["created"] == 6
+    assert not ImportJob.objects.exists() and not KnowledgeItem.objects.exists()
+
+
+def test_the_import_page_answers_413_naming_the_row_limit(client, cast, settings):
+    settings.CONTEXTFORGE_IMPORT_MAX_ROWS = 2
+    client.force_login(cast.owner)
+    upload = SimpleUploadedFile("a.csv", csv_rows(3).encode())
+    page = client.post("/dashboard/import/", {"project": cast.project.pk, "file": upload})
+    assert page.status_code == 413 and "CONTEXTFORGE_IMPORT_MAX_ROWS" in page.content.decode()
