@@ -167,6 +167,10 @@ else:
 
     DATABASES = {"default": dj_database_url.parse(ensure_embedded_database(DATA_DIR), conn_max_age=60)}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that is down is told within seconds (a 503, /healthz "down"), not after the pool's or the
+# operating system's connect wait: connecting, and waiting for a pooled connection, give up after this.
+CONTEXTFORGE_DB_TIMEOUT_S = env_int("CONTEXTFORGE_DB_TIMEOUT_S", 2, minimum=1)
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = max(2, CONTEXTFORGE_DB_TIMEOUT_S)
 # Under ASGI (contextforge/asgi.py turns this on) Django runs each request in a thread of its own, so a
 # connection kept per thread would never be reused and would pile up: the web server's requests share a
 # pool instead. Other processes keep one persistent connection per thread.
@@ -175,7 +179,7 @@ if env_bool("CONTEXTFORGE_DB_POOL", False):
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": env_int("CONTEXTFORGE_DB_POOL_SIZE", 20, minimum=1),
-        "timeout": 30,
+        "timeout": CONTEXTFORGE_DB_TIMEOUT_S,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
