@@ -347,6 +347,8 @@ CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, min
 # Every git command is killed past this many seconds; over https git also gives up on a transfer that
 # stays below LOW_SPEED_LIMIT bytes/s for LOW_SPEED_TIME_S seconds.
 CONTEXTFORGE_GIT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_TIMEOUT_S", 300, minimum=1)
+# An https remote must complete a TLS handshake within this before git runs (curl would wait 300 s).
+CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S", 30, minimum=1)
 CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = env_int("CONTEXTFORGE_GIT_LOW_SPEED_LIMIT", 1000, minimum=1)
 CONTEXTFORGE_GIT_LOW_SPEED_TIME_S = env_int("CONTEXTFORGE_GIT_LOW_SPEED_TIME_S", 60, minimum=1)
 CONTEXTFORGE_GIT_LIVE_DAYS = 30
