@@ -180,6 +180,10 @@ if env_bool("CONTEXTFORGE_DB_POOL", False):
         "min_size": 1,
         "max_size": env_int("CONTEXTFORGE_DB_POOL_SIZE", 20, minimum=1),
         "timeout": CONTEXTFORGE_DB_TIMEOUT_S,
+        # The pool retries a lost database with a doubling back-off; giving up after a few seconds lets
+        # the next request start afresh, so the web answers again within seconds of the database's return
+        # rather than after the back-off of a long outage.
+        "reconnect_timeout": 5,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

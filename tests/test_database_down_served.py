@@ -1,5 +1,5 @@
 """The production web server (a pool of connections per process) while PostgreSQL is down: every API
-call and /healthz is answered 503 at once, not after the pool's wait, again and again; and all answers
+and MCP call and /healthz is answered 503 at once, not after the pool's wait, again and again; and all answers
 again when it is back."""
 
 from __future__ import annotations
@@ -36,5 +36,12 @@ def test_with_the_database_down_the_served_api_and_healthz_answer_503_without_wa
                 assert items.status_code == 503 and "database" in items.json()["detail"]
                 health = client.get("/healthz")
                 assert health.status_code == 503 and health.json() == {"status": "down"}
-        answered = [client.get("/api/v1/items/", headers=auth).status_code for _ in range(3)]
+                mcp = client.post(
+                    "/mcp",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                    headers={**auth, "Accept": "application/json, text/event-stream"},
+                )
+                assert mcp.status_code == 503 and "database" in mcp.json()["detail"]
+        # Back within seconds of the database's return, however long the outage lasted.
+        answered = [client.get("/api/v1/items/", headers=auth).status_code for _ in range(5)]
         assert 200 in answered
