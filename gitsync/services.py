@@ -57,7 +57,8 @@ class SyncError(Exception):
 
 
 class SourceRefused(SyncError):
-    """The repository's source is refused before git runs (an internal address, a path out of the roots)."""
+    """git is not run for the repository's source (an internal address, a remote that completes no TLS
+    handshake): the clone, if any, is not at fault and is kept."""
 
 
 # What users read of a failed git command: never git's own words (they tell an open port from a closed
@@ -126,7 +127,7 @@ def _tls_handshake(url: str, addresses: list[str]) -> None:
                     return
         except (OSError, ssl.SSLError) as exc:
             logger.info("TLS handshake with %s (%s) failed: %s", parts.hostname, address, exc)
-    raise SyncError(str(NO_HANDSHAKE).format(seconds=f"{timeout:g}"))
+    raise SourceRefused(str(NO_HANDSHAKE).format(seconds=f"{timeout:g}"))
 
 
 def source_check(url: str) -> str:
