@@ -173,6 +173,10 @@ else:
 
     DATABASES = {"default": dj_database_url.parse(ensure_embedded_database(DATA_DIR), conn_max_age=60)}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that is down is told within seconds (a 503, /healthz "down"), not after the pool's or the
+# operating system's connect wait: connecting, and waiting for a pooled connection, give up after this.
+CONTEXTFORGE_DB_TIMEOUT_S = env_int("CONTEXTFORGE_DB_TIMEOUT_S", 2, minimum=1)
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = max(2, CONTEXTFORGE_DB_TIMEOUT_S)
 # Under ASGI (contextforge/asgi.py turns this on) Django runs each request in a thread of its own, so a
 # connection kept per thread would never be reused and would pile up: the web server's requests share a
 # pool instead. Other processes keep one persistent connection per thread.
@@ -181,7 +185,11 @@ if env_bool("CONTEXTFORGE_DB_POOL", False):
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": env_int("CONTEXTFORGE_DB_POOL_SIZE", 20, minimum=1),
-        "timeout": 30,
+        "timeout": CONTEXTFORGE_DB_TIMEOUT_S,
+        # The pool retries a lost database with a doubling back-off; giving up after a few seconds lets
+        # the next request start afresh, so the web answers again within seconds of the database's return
+        # rather than after the back-off of a long outage.
+        "reconnect_timeout": 5,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -377,6 +385,8 @@ CONTEXTFORGE_GIT_SYNC_MINUTES = env_int("CONTEXTFORGE_GIT_SYNC_MINUTES", 10, min
 # Every git command is killed past this many seconds; over https git also gives up on a transfer that
 # stays below LOW_SPEED_LIMIT bytes/s for LOW_SPEED_TIME_S seconds.
 CONTEXTFORGE_GIT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_TIMEOUT_S", 300, minimum=1)
+# An https remote must complete a TLS handshake within this before git runs (curl would wait 300 s).
+CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S = env_int("CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S", 30, minimum=1)
 CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = env_int("CONTEXTFORGE_GIT_LOW_SPEED_LIMIT", 1000, minimum=1)
 CONTEXTFORGE_GIT_LOW_SPEED_TIME_S = env_int("CONTEXTFORGE_GIT_LOW_SPEED_TIME_S", 60, minimum=1)
 CONTEXTFORGE_GIT_LIVE_DAYS = 30

@@ -8,6 +8,8 @@ import logging
 import os
 import queue
 import shutil
+import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
 
 import git
 from django.conf import settings
@@ -57,7 +60,8 @@ class SyncError(Exception):
 
 
 class SourceRefused(SyncError):
-    """The repository's source is refused before git runs (an internal address, a path out of the roots)."""
+    """git is not run for the repository's source (an internal address, a remote that completes no TLS
+    handshake): the clone, if any, is not at fault and is kept."""
 
 
 # What users read of a failed git command: never git's own words (they tell an open port from a closed
@@ -105,6 +109,30 @@ def _git_env(config: dict[str, str] | None = None, ssh_options: list[str] | None
     return env
 
 
+NO_HANDSHAKE = gettext_lazy("The remote did not complete a TLS handshake within {seconds} s.")
+PROXY_VARIABLES = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def _tls_handshake(url: str, addresses: list[str]) -> None:
+    """git (curl) waits up to 300 s for a TLS handshake that never completes, and its low-speed limits
+    start only after it: a remote must first complete one here within CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S
+    (certificates are git's to check). Skipped behind a proxy, which git reaches and this would not."""
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return
+    parts = urlsplit(url)
+    timeout = min(settings.CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S, settings.CONTEXTFORGE_GIT_TIMEOUT_S)
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    for address in addresses or [parts.hostname]:
+        try:
+            with socket.create_connection((address, parts.port or 443), timeout=timeout) as sock:
+                with context.wrap_socket(sock, server_hostname=parts.hostname):
+                    return
+        except (OSError, ssl.SSLError) as exc:
+            logger.info("TLS handshake with %s (%s) failed: %s", parts.hostname, address, exc)
+    raise SourceRefused(str(NO_HANDSHAKE).format(seconds=f"{timeout:g}"))
+
+
 def source_check(url: str) -> str:
     """``url`` cleaned (validate_source), and refused if its host is an internal address that
     CONTEXTFORGE_GIT_ALLOWED_NETWORKS does not allow; a host that cannot be found now is let through
@@ -124,6 +152,8 @@ def _remote_env(repository: Repository) -> dict[str, str]:
         )
     except ValidationError as exc:
         raise SourceRefused(" ".join(exc.messages)) from None
+    if repository.url.lower().startswith("https://"):
+        _tls_handshake(repository.url, addresses)
     pinned, ssh_options = pinned_config(repository.url, addresses)
     return _git_env({**credential_config(repository.url, repository.credential), **pinned}, ssh_options)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from gitsync import services
 from gitsync.models import Repository
@@ -43,9 +43,13 @@ class SyncFailed(Exception):
     pass
 
 
+class DatabaseUnavailable(Exception):
+    """The database went away during a sync (its outcome could not be written): the sync runs again."""
+
+
 @shared_task(
     bind=True,
-    autoretry_for=(SyncFailed,),
+    autoretry_for=(SyncFailed, DatabaseUnavailable),
     retry_backoff=30,
     retry_backoff_max=1800,
     retry_jitter=False,
@@ -56,7 +60,13 @@ def sync_repository(self, repository_id: int, full: bool = False) -> dict:
     repository = Repository.objects.filter(pk=repository_id, enabled=True).first()
     if repository is None:
         return {"status": "gone"}
-    report = services.repository_sync(repository=repository, full=full)
+    try:
+        report = services.repository_sync(repository=repository, full=full)
+    except (OperationalError, InterfaceError) as exc:
+        # git may have finished, but nothing of it is written, nor can the failure be: never dropped
+        # silently, the sync is retried with the back-off (the database answers again by then, or later).
+        logger.warning("sync of repository %s interrupted, database unavailable: %s", repository_id, exc)
+        raise DatabaseUnavailable(str(exc)) from exc
     if report.status == "failed":
         if self.request.retries < self.max_retries:  # the retry waits in the queue: pushes coalesce into it
             services.repository_sync_mark_queued(repository_id=repository_id)

@@ -119,11 +119,14 @@ def stop_serve(served: Served) -> list[int]:
 @pytest.fixture(scope="module")
 def served(django_db_setup, tmp_path_factory):
     # Beat's sweeps would find pending items and sync repositories on their own and hide a lost message.
+    roots = tmp_path_factory.mktemp("repos")
     served = start_serve(
         tmp_path_factory.mktemp("serve"),
         CONTEXTFORGE_PENDING_EMBED_MINUTES="100000",
         CONTEXTFORGE_GIT_SYNC_MINUTES="100000",
+        CONTEXTFORGE_GIT_LOCAL_ROOTS=str(roots),
     )
+    served.roots = roots
     yield served
     stray = stop_serve(served)
     assert not stray, f"processes of manage.py serve outlived it: {stray}"
@@ -351,3 +354,36 @@ def test_pending_items_are_embedded_while_a_sync_waits_on_a_silent_remote(
     assert not KnowledgeItem.objects.filter(pk=item.pk).pending().exists()
     repository.refresh_from_db()
     assert repository.last_attempt_at is None  # the sync is still waiting on the remote
+
+
+def test_a_silent_tls_remote_holds_one_git_worker_while_another_repository_syncs(
+    served, served_broker, cast, settings, silent_remote
+):
+    from tests.gitsync.gitrepo import GitRepo
+
+    settings.CONTEXTFORGE_GIT_LOCAL_ROOTS = [str(served.roots)]
+    port, accepted = silent_remote
+    admin = new_key(cast.owner, scopes=("read", "write", "admin"), project=cast.project)
+    headers = {"Authorization": f"Bearer {admin}"}
+    silent = git_services.repository_create(
+        project=cast.project, name="silent-tls", url=f"https://127.0.0.1:{port}/team/app.git"
+    )
+    assert httpx2.post(
+        f"{served.base}/api/v1/repositories/{silent.pk}/sync/", headers=headers, timeout=30
+    ).is_success
+    deadline = time.monotonic() + 60
+    while not accepted and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert accepted, "the git worker never reached the silent remote"
+
+    repo = GitRepo(served.roots / "app")
+    repo.commit("Start", {"app/views.py": "def index(): pass\n"}, days_ago=1)
+    other = git_services.repository_create(project=cast.project, name="app", url=str(repo.path))
+    assert httpx2.post(
+        f"{served.base}/api/v1/repositories/{other.pk}/sync/", headers=headers, timeout=30
+    ).is_success
+    while not Repository.objects.filter(pk=other.pk, last_success_at__isnull=False).exists():
+        assert time.monotonic() < deadline, "the other repository waited behind the silent remote"
+        time.sleep(0.2)
+    silent.refresh_from_db()
+    assert silent.last_attempt_at is None  # still held by its handshake, in the other worker process

@@ -94,6 +94,15 @@ def test_internal_addresses_are_refused_in_the_django_admin(cast, client, nothin
     assert accepted == []
 
 
+def test_internal_addresses_are_refused_on_the_dashboard(cast, client, nothing_allowed, silent_remote):
+    port, accepted = silent_remote
+    client.force_login(cast.owner)
+    for url in hostile(port)[::4]:
+        page = client.post("/dashboard/repositories/projects/acme/", {"name": "r", "url": url})
+        assert page.status_code == 400 and str(ADDRESS_REFUSED) in page.content.decode(), url
+    assert not Repository.objects.exists() and accepted == []
+
+
 def test_a_host_that_resolves_inward_after_it_was_saved_is_refused_before_git_connects(
     cast, settings, fake_dns, silent_remote, data_dir
 ):

@@ -27,9 +27,12 @@ def closed_by_peer(conn: socket.socket) -> bool:
     return True
 
 
-@pytest.mark.parametrize("scheme", ["git", "https"])
+@pytest.mark.parametrize(
+    ("scheme", "recorded"),
+    [("git", "did not complete in 2 s"), ("https", "did not complete a TLS handshake within 2 s")],
+)
 def test_a_sync_from_a_remote_that_never_answers_stops_at_the_timeout_and_records_it(
-    cast, settings, tmp_path, silent_remote, scheme
+    cast, settings, tmp_path, silent_remote, scheme, recorded
 ):
     settings.DATA_DIR = tmp_path
     settings.CONTEXTFORGE_GIT_TIMEOUT_S = 2
@@ -46,7 +49,7 @@ def test_a_sync_from_a_remote_that_never_answers_stops_at_the_timeout_and_record
     assert 2 <= elapsed < 15
     assert report.status == "failed"
     repository.refresh_from_db()
-    assert "did not complete in 2 s" in repository.last_error
+    assert recorded in repository.last_error
     assert repository.last_attempt_at is not None and repository.last_success_at is None
     # git and its transport helper were killed with it: nothing holds the connection any more.
     assert all(closed_by_peer(conn) for conn in accepted)
@@ -81,3 +84,34 @@ def test_every_git_command_carries_the_low_speed_limits(settings):
     env = services._git_env()
     assert runner.config("--get", "http.lowSpeedLimit", env=env) == "2048"
     assert runner.config("--get", "http.lowSpeedTime", env=env) == "45"
+
+
+def test_a_repository_with_a_credential_keeps_the_low_speed_limits(cast, settings):
+    """git reads one GIT_CONFIG_COUNT: the credential's header joins the limits, never replaces them."""
+    settings.CONTEXTFORGE_GIT_LOW_SPEED_LIMIT = 2048
+    repository = services.repository_create(
+        project=cast.project, name="private", url="https://127.0.0.1:9/app.git", credential="alice:t0ken"
+    )
+    env = services._git_env(services.credential_config(repository.url, repository.credential))
+    runner = services.GitRunner()
+    assert runner.config("--get", "http.lowSpeedLimit", env=env) == "2048"
+    assert runner.config("--get", "http.https://127.0.0.1:9/.extraHeader", env=env).startswith(
+        "Authorization"
+    )
+
+
+def test_an_https_remote_that_never_completes_its_tls_handshake_is_given_up_at_the_connect_timeout(
+    cast, settings, tmp_path, silent_remote
+):
+    """curl would wait 300 s for the handshake, past the low-speed limits; the connect timeout stops it
+    long before git's wall clock (20 s here) would."""
+    settings.DATA_DIR = tmp_path
+    settings.CONTEXTFORGE_GIT_TIMEOUT_S = 20
+    settings.CONTEXTFORGE_GIT_CONNECT_TIMEOUT_S = 1
+    port, accepted = silent_remote
+    repository = services.repository_create(
+        project=cast.project, name="silent", url=f"https://127.0.0.1:{port}/team/app.git"
+    )
+    report = services.repository_sync(repository=repository)
+    assert accepted and report.status == "failed"
+    assert report.message == "The remote did not complete a TLS handshake within 1 s."

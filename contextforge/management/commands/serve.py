@@ -114,12 +114,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency", type=int, default=1, help="Processes of each Celery worker (one per queue)."
         )
+        parser.add_argument(
+            "--git-concurrency",
+            type=int,
+            default=2,
+            help="Processes of the git queue's worker: a silent remote holds one, the others sync on.",
+        )
 
-    def handle(self, *args, bind, web_workers, concurrency, **options):
+    def handle(self, *args, bind, web_workers, concurrency, git_concurrency, **options):
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "contextforge.settings"}
         children = [Child("web", web_command(bind=bind, workers=web_workers))]
         children += [
-            Child(f"worker-{queue.name}", worker_command(queue=queue.name, concurrency=concurrency))
+            Child(
+                f"worker-{queue.name}",
+                worker_command(
+                    queue=queue.name, concurrency=git_concurrency if queue.name == "git" else concurrency
+                ),
+            )
             for queue in settings.CELERY_TASK_QUEUES
         ]
         children.append(Child("beat", beat_command()))
