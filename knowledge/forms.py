@@ -52,6 +52,21 @@ class SearchForm(forms.Form):
     limit = forms.IntegerField(min_value=1, max_value=100, required=False)
 
 
+class ItemListForm(forms.Form):
+    """The Items page's search and order, kept in its URL."""
+
+    q = forms.CharField(label=_("Search titles and content"), required=False, max_length=200)
+    sort = forms.ChoiceField(
+        label=_("Order"),
+        required=False,
+        choices=[
+            ("updated", _("Recently updated")),
+            ("newest", _("Newest")),
+            ("referenced", _("Most referenced files")),
+        ],
+    )
+
+
 class ActivityFilterForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"), required=False)
     user = forms.CharField(label=_("User"), required=False, max_length=150)

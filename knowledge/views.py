@@ -28,7 +28,15 @@ from accounts.views import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
 from knowledge import embeddings, importers, selectors, services
-from knowledge.forms import ActivityFilterForm, ExportForm, ImportForm, ItemForm, SearchForm, SnapshotForm
+from knowledge.forms import (
+    ActivityFilterForm,
+    ExportForm,
+    ImportForm,
+    ItemForm,
+    ItemListForm,
+    SearchForm,
+    SnapshotForm,
+)
 from knowledge.importers.exports import export
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.query_syntax import parts, understand, without
@@ -55,9 +63,16 @@ def overview(request):
 def item_list(request):
     projects = dashboard_projects(user=request.user, session=request.session)
     tag = request.GET.get("tag") or None
-    page = Paginator(selectors.items_for(projects=projects, tag=tag), 25).get_page(request.GET.get("page"))
+    form = ItemListForm(request.GET)
+    listing = form.cleaned_data if form.is_valid() else {}
+    items = selectors.items_listed(
+        projects=projects, tag=tag, text=listing.get("q", ""), order=listing.get("sort") or "updated"
+    )
+    page = Paginator(items, 25).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        "form": form,
+        "query": listing.get("q", ""),
         "tag": tag,
         "tags": selectors.tags_in(projects=projects),
         "may_write": projects_for(user=request.user, scope="write").exists(),

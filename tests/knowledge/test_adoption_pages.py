@@ -75,3 +75,41 @@ def test_versions_are_numbered_per_item_in_the_page_the_api_and_activity_while_t
 
     restored = member.post(f"/dashboard/items/{item.pk}/history/{ids[1]}/restore/", follow=True)
     assert "Restored version 1." in restored.content.decode()
+
+
+def test_the_items_page_searches_titles_and_content_and_sorts_keeping_both_in_the_url(cast):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    make_item(
+        cast.project, "Old runbook", "Restart the worker with systemctl.", updated_at=now - timedelta(days=90)
+    )
+    make_item(
+        cast.project,
+        "Deploy notes",
+        "See deploy/app.yaml, deploy/db.yaml and Makefile for the runbook.",
+        created_at=now - timedelta(days=30),
+        updated_at=now - timedelta(days=29),
+    )
+    make_item(cast.project, "Lunch", "Pizza on Fridays.", created_at=now - timedelta(days=60), updated_at=now)
+    client = Client()
+    client.force_login(cast.member)
+
+    def titles(**params) -> list[str]:
+        html = client.get("/dashboard/items/", params).content.decode()
+        return re.findall(r'<a href="/dashboard/items/\d+/">([^<]+)</a>', html)
+
+    assert titles() == ["Lunch", "Deploy notes", "Old runbook"]
+    assert titles(sort="newest") == ["Deploy notes", "Lunch", "Old runbook"]
+    assert titles(sort="referenced") == ["Deploy notes", "Lunch", "Old runbook"]
+    assert titles(q="RUNBOOK") == [
+        "Deploy notes",
+        "Old runbook",
+    ]  # the title of one, the content of the other
+    assert titles(q="runbook systemctl") == ["Old runbook"]
+    assert titles(q="runbook", sort="newest") == ["Deploy notes", "Old runbook"]
+    page = client.get("/dashboard/items/", {"q": "runbook", "sort": "newest"}).content.decode()
+    assert 'value="runbook"' in page and '<option value="newest" selected>' in page
+    assert "No item holds" in client.get("/dashboard/items/", {"q": "kubernetes"}).content.decode()
