@@ -109,6 +109,10 @@ def item_detail(request, pk: int):
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
+        # Only a project with a repository tells files from other names (a host, a Java class); the
+        # others are listed behind "why?" alone.
+        "resolved_references": references.resolved,
+        "unresolved_references": references.unresolved,
         "source": selectors.item_source(item=item),
     }
     return render(request, "knowledge/item_detail.html", context)

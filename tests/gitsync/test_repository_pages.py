@@ -103,3 +103,28 @@ def test_the_repositories_page_points_admins_to_their_projects_connect_form(cast
     assert 'href="/dashboard/repositories/projects/acme/#repository-connect"' in page
     member = signed_in(cast.member).get("/dashboard/repositories/").content.decode()
     assert "#repository-connect" not in member and 'href="/dashboard/repositories/projects/acme/"' in member
+
+
+@pytest.mark.django_db
+def test_names_that_are_no_files_show_only_behind_why_and_only_with_a_repository(cast, source, roots):
+    from tests.knowledge.factories import make_item
+
+    item = make_item(cast.project, "Sizing", "GOV.UK runs t2.medium; java.lang.Error in src/lib/auth.ts.")
+    owner = signed_in(cast.owner)
+    page = owner.get(f"/dashboard/items/{item.pk}/").content.decode()
+    assert (
+        "<code>t2.medium</code>" not in page and "Referenced files" not in page
+    )  # no repository: no verdict
+
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    page = owner.get(f"/dashboard/items/{item.pk}/").content.decode()
+    listed, why = page.split('<details class="why" id="unresolved-references">')
+    assert "<code>src/lib/auth.ts</code>" in listed
+    assert "<code>t2.medium</code>" not in listed and "<code>GOV.UK</code>" not in listed
+    assert "<code>t2.medium</code>" in why and "<code>java.lang.Error</code>" in why
+
+    hits = owner.get("/dashboard/search/", {"q": "instance sizing"}).content.decode()
+    hit = hits.split('<li class="hit">')[1]
+    visible, behind = hit.split('<details class="why">')
+    assert "<code>t2.medium</code>" not in visible and "<code>t2.medium</code>" in behind
