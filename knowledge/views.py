@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import (
+    current_project,
     dashboard_projects,
     ensure_may_change,
     in_current_project,
@@ -376,9 +377,28 @@ def help_agents(request):
     return render(request, "knowledge/help_agents.html", context)
 
 
+ADMINS_ONLY = gettext_lazy("Only admins of %(project)s can %(what)s.")
+ADMINS_ONLY_ANY = gettext_lazy("Only a project's admins can %(what)s; you are an admin of none.")
+
+
+def _admins_only(request, projects, what: str):
+    """The page a role cannot use, saying so (403): when the user administers none of ``projects``, or
+    not the current project. None when the user may use the page."""
+    current = current_project(user=request.user, session=request.session)
+    if current is not None and not projects.filter(pk=current.pk).exists():
+        notice = ADMINS_ONLY % {"project": current.name, "what": what}
+    elif not projects.exists():
+        notice = ADMINS_ONLY_ANY % {"what": what}
+    else:
+        return None
+    return render(request, "knowledge/admins_only.html", {"notice": notice, "what": what}, status=403)
+
+
 @require_http_methods(["GET", "POST"])
 def snapshots(request):
     projects = projects_for(user=request.user, scope="admin")
+    if refused := _admins_only(request, projects, _("take and restore snapshots")):
+        return refused
     form = SnapshotForm(
         request.POST or None, projects=projects, initial=in_current_project(session=request.session)
     )
@@ -441,6 +461,8 @@ def import_page(request):
     from gitsync import selectors as git
 
     projects = projects_for(user=request.user, scope="admin")
+    if refused := _admins_only(request, projects, _("import")):
+        return refused
     files = git.knowledge_files(projects=projects)
     form = ImportForm(
         request.POST or None,

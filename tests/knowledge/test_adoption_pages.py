@@ -113,3 +113,34 @@ def test_the_items_page_searches_titles_and_content_and_sorts_keeping_both_in_th
     page = client.get("/dashboard/items/", {"q": "runbook", "sort": "newest"}).content.decode()
     assert 'value="runbook"' in page and '<option value="newest" selected>' in page
     assert "No item holds" in client.get("/dashboard/items/", {"q": "kubernetes"}).content.decode()
+
+
+def test_pages_a_role_cannot_use_say_so_and_leave_the_navigation(cast):
+    member = Client()
+    member.force_login(cast.member)
+    for url, what in (
+        ("/dashboard/import/", "import"),
+        ("/dashboard/snapshots/", "take and restore snapshots"),
+    ):
+        answer = member.get(url)
+        assert answer.status_code == 403, url
+        assert (
+            f"Only a project&#x27;s admins can {what}; you are an admin of none." in answer.content.decode()
+        )
+    overview = member.get("/dashboard/").content.decode()
+    assert 'href="/dashboard/import/"' not in overview and 'href="/dashboard/snapshots/"' not in overview
+    assert 'href="/dashboard/activity/"' in overview and 'href="/dashboard/export/"' in overview
+
+    owner = Client()
+    owner.force_login(cast.owner)
+    page = owner.get("/dashboard/").content.decode()
+    assert 'href="/dashboard/import/"' in page and 'href="/dashboard/snapshots/"' in page
+    assert owner.get("/dashboard/import/").status_code == 200
+    # An admin elsewhere, in a project where they are a member: that project's import is not theirs.
+    project_create(name="Beta", slug="beta", owner=cast.member)
+    member.post("/dashboard/projects/switch/", {"project": cast.project.pk})
+    answer = member.get("/dashboard/import/")
+    assert answer.status_code == 403 and "Only admins of Acme can import." in answer.content.decode()
+    assert 'href="/dashboard/import/"' not in member.get("/dashboard/").content.decode()
+    member.post("/dashboard/projects/switch/", {"project": ""})
+    assert member.get("/dashboard/import/").status_code == 200
