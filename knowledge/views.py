@@ -469,13 +469,16 @@ def import_page(request):
         request.FILES or None,
         projects=projects,
         repository_files=files,
+        repository_folders=git.knowledge_folders(projects=projects),
         initial=in_current_project(session=request.session),
     )
     context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
     if request.method == "POST" and form.is_valid():
         try:
-            name, data = _import_source(form)
-            format = importers.format_of(form.cleaned_data["format"], name, data)
+            name, data, raw = _import_source(form)
+            format = importers.format_of(form.cleaned_data["format"], name, raw)
+            if raw is not data and format not in importers.ZIPPED_FORMATS:
+                data = raw  # a file a zip may not hold is imported as it is, undated
             options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
             report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
             job = services.import_job_create(
@@ -488,17 +491,22 @@ def import_page(request):
     return render(request, "knowledge/import.html", context)
 
 
-def _import_source(form: ImportForm) -> tuple[str, bytes]:
-    """The name and bytes the form names: its upload, or a file of one of the project's repositories."""
+def _import_source(form: ImportForm) -> tuple[str, bytes, bytes]:
+    """(name, bytes, the file's own bytes) of what the form names: its upload, or a file or folder of
+    one of the project's repositories, packed as a zip whose members carry the date of the last commit
+    that touched each file (the import dates the items by it)."""
     from gitsync import services as git
 
     if upload := form.cleaned_data["file"]:
-        return upload.name, upload.read()
+        data = upload.read()
+        return upload.name, data, data
     repository_id, path = form.cleaned_data["repository_file"].split(":", 1)
     repository = form.cleaned_data["project"].repositories.filter(pk=repository_id).first()
     if repository is None:
         raise ValidationError({"repository_file": FILE_NOT_IN_PROJECT})
-    return path, git.repository_file_read(repository=repository, path=path)
+    files = git.repository_files_read(repository=repository, path=path)
+    packed = importers.archive.pack(files)
+    return path, packed, packed if path.endswith("/") else files[0][1]
 
 
 def _import_job(request, pk: int):
