@@ -128,3 +128,33 @@ def test_names_that_are_no_files_show_only_behind_why_and_only_with_a_repository
     hit = hits.split('<li class="hit">')[1]
     visible, behind = hit.split('<details class="why">')
     assert "<code>t2.medium</code>" not in visible and "<code>t2.medium</code>" in behind
+
+
+@pytest.mark.django_db
+def test_an_admin_marks_a_folder_as_knowledge_source_from_the_repository_page(
+    cast, source, roots, monkeypatch
+):
+    from gitsync.models import KnowledgeSource
+
+    source.commit("Docs", {"docs/adr/0001-x.md": "# 1. X\n", "docs/guide.md": "# Guide\n"})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    sent = []
+    monkeypatch.setattr(tasks.sync_repository, "delay", lambda *args: sent.append(args))
+    owner = signed_in(cast.owner)
+    url = f"/dashboard/repositories/{repository.pk}/"
+    page = owner.get(url).content.decode()
+    assert 'id="knowledge-source-add"' in page and '<option value="docs/adr/">' in page
+    assert 'id="knowledge-source-add"' not in signed_in(cast.member).get(url).content.decode()
+    assert signed_in(cast.member).post(f"{url}sources/", {"path": "docs/"}).status_code == 404
+
+    added = owner.post(f"{url}sources/", {"path": "docs/adr/"}, follow=True).content.decode()
+    assert "“docs/adr/” is a knowledge source now." in added and "<code>docs/adr/</code>" in added
+    assert list(KnowledgeSource.objects.values_list("path", flat=True)) == ["docs/adr/"]
+    assert sent == [(repository.pk,)]  # a sync that imports it is queued
+    twice = owner.post(f"{url}sources/", {"path": "docs/adr/"}, follow=True).content.decode()
+    assert "already a knowledge source" in twice and KnowledgeSource.objects.count() == 1
+
+    source_pk = KnowledgeSource.objects.get().pk
+    removed = owner.post(f"{url}sources/{source_pk}/remove/", follow=True).content.decode()
+    assert "is no longer synced" in removed and not KnowledgeSource.objects.exists()
