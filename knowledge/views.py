@@ -461,7 +461,7 @@ def import_page(request):
     from gitsync import selectors as git
 
     projects = projects_for(user=request.user, scope="admin")
-    if refused := _admins_only(request, projects, _("import")):
+    if refused := _admins_only(request, projects, _("import items")):
         return refused
     files = git.knowledge_files(projects=projects)
     form = ImportForm(

@@ -134,7 +134,7 @@ def test_pages_fit_a_laptop_and_a_phone_and_the_navigation_keeps_one_line(
     assert page.locator("header nav a:has-text('Activity')").is_visible()
     assert page.locator("header nav a:has-text('Import')").count() == 0
     page.goto(f"{live_server.url}/dashboard/import/")
-    assert "admins can import" in page.inner_text("#admins-only")
+    assert "admins can import items" in page.inner_text("#admins-only")
     assert page.evaluate(OVERFLOW) <= 0
     context.close()
 

@@ -119,7 +119,7 @@ def test_pages_a_role_cannot_use_say_so_and_leave_the_navigation(cast):
     member = Client()
     member.force_login(cast.member)
     for url, what in (
-        ("/dashboard/import/", "import"),
+        ("/dashboard/import/", "import items"),
         ("/dashboard/snapshots/", "take and restore snapshots"),
     ):
         answer = member.get(url)
@@ -140,7 +140,7 @@ def test_pages_a_role_cannot_use_say_so_and_leave_the_navigation(cast):
     project_create(name="Beta", slug="beta", owner=cast.member)
     member.post("/dashboard/projects/switch/", {"project": cast.project.pk})
     answer = member.get("/dashboard/import/")
-    assert answer.status_code == 403 and "Only admins of Acme can import." in answer.content.decode()
+    assert answer.status_code == 403 and "Only admins of Acme can import items." in answer.content.decode()
     assert 'href="/dashboard/import/"' not in member.get("/dashboard/").content.decode()
     member.post("/dashboard/projects/switch/", {"project": ""})
     assert member.get("/dashboard/import/").status_code == 200
