@@ -93,7 +93,7 @@ def test_a_first_sync_with_nothing_recent_says_what_it_left_and_offers_the_whole
     assert full.added == 4
     repository.refresh_from_db()
     assert repository.older_commits == 0
-    assert "older" not in owner.get(f"/dashboard/repositories/{repository.pk}/").content.decode()
+    assert "older-commits" not in owner.get(f"/dashboard/repositories/{repository.pk}/").content.decode()
 
 
 @pytest.mark.django_db
@@ -103,6 +103,8 @@ def test_the_repositories_page_points_admins_to_their_projects_connect_form(cast
     assert 'href="/dashboard/repositories/projects/acme/#repository-connect"' in page
     member = signed_in(cast.member).get("/dashboard/repositories/").content.decode()
     assert "#repository-connect" not in member and 'href="/dashboard/repositories/projects/acme/"' in member
+    project_page = signed_in(cast.member).get("/dashboard/repositories/projects/acme/").content.decode()
+    assert 'id="admins-connect"' in project_page and 'id="repository-connect"' not in project_page
 
 
 @pytest.mark.django_db
