@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from gitsync import services
 from gitsync.models import Commit, Repository
-from gitsync.tasks import queue_sync
+from gitsync.tasks import queue_first_sync, queue_sync
 
 
 class RepositoryAdminForm(forms.ModelForm):
@@ -83,6 +83,7 @@ class RepositoryAdmin(admin.ModelAdmin):
             saved = services.repository_update(repository=Repository.objects.get(pk=obj.pk), **fields)
         else:
             saved = services.repository_create(**fields)
+            queue_first_sync(saved)
         obj.pk, obj.url, obj.credential = saved.pk, saved.url, saved.credential
 
     def get_queryset(self, request):

@@ -19,3 +19,13 @@ class RepositoryForm(forms.Form):
         widget=forms.PasswordInput,
         help_text=_("user:token or a token for an https remote; never shown back."),
     )
+
+
+class KnowledgeSourceForm(forms.Form):
+    path = forms.CharField(
+        label=_("Path"),
+        max_length=1000,
+        help_text=_(
+            "A file (CLAUDE.md) or a folder ending in / (docs/adr/): each sync imports what changed in it."
+        ),
+    )

@@ -190,3 +190,42 @@ def knowledge_files(*, projects) -> QuerySet[TreeFile]:
     matches = reduce(or_, (Q(path__iendswith=suffix) for suffix in KNOWLEDGE_FILE_SUFFIXES))
     files = TreeFile.objects.filter(matches, repository__project__in=projects, repository__enabled=True)
     return files.select_related("repository").order_by("repository__name", "path")[:KNOWLEDGE_FILES_SHOWN]
+
+
+@dataclass(frozen=True)
+class KnowledgeFolder:
+    """A folder of a repository's synced tree that holds knowledge files, and how many (at any depth)."""
+
+    repository: Repository
+    path: str  # ending in "/"
+    files: int
+
+
+def knowledge_folders(*, projects) -> list[KnowledgeFolder]:
+    """Every folder of the synced trees of the repositories of ``projects`` that holds Markdown or agent
+    memory files, with how many: what the Import page offers to import whole."""
+    matches = reduce(or_, (Q(path__iendswith=suffix) for suffix in KNOWLEDGE_FILE_SUFFIXES))
+    rows = TreeFile.objects.filter(matches, repository__project__in=projects, repository__enabled=True)
+    repositories = {r.pk: r for r in Repository.objects.filter(project__in=projects, enabled=True)}
+    counts: dict[tuple[int, str], int] = defaultdict(int)
+    for repository_id, path in rows.values_list("repository_id", "path").iterator(5000):
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            counts[(repository_id, "/".join(parts[:depth]) + "/")] += 1
+    folders = [
+        KnowledgeFolder(repositories[repository_id], path, files)
+        for (repository_id, path), files in counts.items()
+        if repository_id in repositories
+    ]
+    return sorted(folders, key=lambda folder: (folder.repository.name, folder.path))[:KNOWLEDGE_FILES_SHOWN]
+
+
+def knowledge_paths_under(*, repository: Repository, path: str) -> list[str]:
+    """The knowledge files of the repository's synced tree under folder ``path`` (or that file itself)."""
+    matches = reduce(or_, (Q(path__iendswith=suffix) for suffix in KNOWLEDGE_FILE_SUFFIXES))
+    files = repository.tree_files.filter(matches)
+    if path.endswith("/"):
+        files = files.filter(path__startswith=path)
+    else:
+        files = files.filter(path=path)
+    return list(files.order_by("path").values_list("path", flat=True))

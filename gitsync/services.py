@@ -725,6 +725,31 @@ def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> in
 
 
 FILE_NOT_SYNCED = _("{path} is not in the last synced tree of {repository}.")
+FOLDER_TOO_LARGE = _("{path} holds more than {max} files; import a folder inside it.")
+
+
+def repository_files_read(*, repository: Repository, path: str) -> list[tuple[str, bytes, datetime | None]]:
+    """(path, bytes, date of the last commit that touched it) of the knowledge files under ``path`` (a
+    folder ending in "/", or one file) at the repository's last synced head."""
+    paths = selectors.knowledge_paths_under(repository=repository, path=path)
+    if not path.endswith("/") and not paths:
+        paths = [path] if repository.tree_files.filter(path=path).exists() else []
+    if not paths or not repository.last_synced_commit:
+        raise ValidationError(
+            {"repository_file": FILE_NOT_SYNCED.format(path=path, repository=repository.name)}
+        )
+    if len(paths) > settings.CONTEXTFORGE_IMPORT_MAX_FILES:
+        max_files = settings.CONTEXTFORGE_IMPORT_MAX_FILES
+        raise ValidationError({"repository_file": FOLDER_TOO_LARGE.format(path=path, max=max_files)})
+    clone = GitRepo(clone_path(repository))
+    clone.git.update_environment(**_git_env(), **credential_config(repository.url, repository.credential))
+    head = repository.last_synced_commit
+    dates = last_commit_dates(clone, head, path.rstrip("/"))
+    files = []
+    for file in paths:
+        sha = clone.git.rev_parse(f"{head}:{file}")
+        files.append((file, clone.odb.stream(bytes.fromhex(sha)).read(), dates.get(file)))
+    return files
 
 
 def repository_file_read(*, repository: Repository, path: str) -> bytes:

@@ -13,7 +13,7 @@ from accounts.models import Scope
 from accounts.selectors import dashboard_projects, projects_for
 from contextforge.forms import apply_errors
 from gitsync import selectors, services
-from gitsync.forms import RepositoryForm
+from gitsync.forms import KnowledgeSourceForm, RepositoryForm
 from gitsync.tasks import queue_first_sync, queue_sync
 
 ADMINS_CONNECT = gettext_lazy("Only the project's admins connect and sync its repositories.")
@@ -48,6 +48,13 @@ def repository_detail(request, pk: int):
         .exists(),
         "history_days": settings.CONTEXTFORGE_GIT_HISTORY_DAYS,
         "commits": selectors.recent_commits(repository=repository),
+        "sources": repository.knowledge_sources.all(),
+        "source_form": KnowledgeSourceForm(),
+        "folders": [
+            f.path
+            for f in selectors.knowledge_folders(projects=[repository.project_id])
+            if f.repository.pk == repository.pk
+        ],
         "hot_files": selectors.most_touched_files(repository=repository),
         "live_days": selectors.LIVE_DAYS,
     }
@@ -119,3 +126,43 @@ def repository_sync(request, pk: int):
     if request.POST.get("next") == "detail":
         return redirect("gitsync:repository", pk=repository.pk)
     return redirect("gitsync:project-repositories", slug=repository.project.slug)
+
+
+def _admin_repository(request, pk: int):
+    return get_object_or_404(
+        selectors.repositories_for(projects=projects_for(user=request.user, scope=Scope.ADMIN)), pk=pk
+    )
+
+
+@require_POST
+def knowledge_source_add(request, pk: int):
+    """Mark a path of the repository as a knowledge source, and queue a sync that imports it."""
+    repository = _admin_repository(request, pk)
+    form = KnowledgeSourceForm(request.POST)
+    if form.is_valid():
+        try:
+            source = services.knowledge_source_add(repository=repository, path=form.cleaned_data["path"])
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            messages.success(request, _("“%(path)s” is a knowledge source now.") % {"path": source.path})
+            try:
+                queue_sync(repository.pk)
+            except Exception:  # the broker is down: beat's next sync imports it
+                messages.info(request, _("Its items come with the next sync."))
+            return redirect("gitsync:repository", pk=repository.pk)
+    for errors in form.errors.values():
+        for error in errors:
+            messages.error(request, error)
+    return redirect("gitsync:repository", pk=repository.pk)
+
+
+@require_POST
+def knowledge_source_remove(request, pk: int, source_pk: int):
+    repository = _admin_repository(request, pk)
+    source = get_object_or_404(repository.knowledge_sources, pk=source_pk)
+    services.knowledge_source_remove(source=source)
+    messages.success(
+        request, _("“%(path)s” is no longer synced; its items stay in memory.") % {"path": source.path}
+    )
+    return redirect("gitsync:repository", pk=repository.pk)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.models import Project
 from contextforge.history import CHANNELS
@@ -52,6 +53,21 @@ class SearchForm(forms.Form):
     limit = forms.IntegerField(min_value=1, max_value=100, required=False)
 
 
+class ItemListForm(forms.Form):
+    """The Items page's search and order, kept in its URL."""
+
+    q = forms.CharField(label=_("Search titles and content"), required=False, max_length=200)
+    sort = forms.ChoiceField(
+        label=_("Order"),
+        required=False,
+        choices=[
+            ("updated", _("Recently updated")),
+            ("newest", _("Newest")),
+            ("referenced", _("Most referenced files")),
+        ],
+    )
+
+
 class ActivityFilterForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"), required=False)
     user = forms.CharField(label=_("User"), required=False, max_length=150)
@@ -84,9 +100,9 @@ class ImportForm(forms.Form):
         help_text=_("A file, or a zip of a folder of Markdown notes, agent memory files or records."),
     )
     repository_file = forms.ChoiceField(
-        label=_("Or a file of a connected repository"),
+        label=_("Or a folder or file of a connected repository"),
         required=False,
-        help_text=_("As of the repository's last sync."),
+        help_text=_("As of the repository's last sync; a folder imports every note and record in it."),
     )
     format = forms.ChoiceField(
         label=_("Format"), required=False, help_text=_("Leave it empty to guess it from the file name.")
@@ -97,14 +113,26 @@ class ImportForm(forms.Form):
         help_text=_("Items this format imported earlier that the upload no longer holds are deleted."),
     )
 
-    def __init__(self, *args, projects, repository_files=(), **kwargs):
+    def __init__(self, *args, projects, repository_files=(), repository_folders=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = projects
         if projects.count() == 1:
             self.fields["project"].initial = projects.first()
+        folders = [
+            (
+                f"{f.repository.pk}:{f.path}",
+                ngettext(
+                    "%(repository)s: %(path)s (%(n)s file)", "%(repository)s: %(path)s (%(n)s files)", f.files
+                )
+                % {"repository": f.repository.name, "path": f.path, "n": f.files},
+            )
+            for f in repository_folders
+        ]
+        files = [(f"{f.repository_id}:{f.path}", f"{f.repository.name}: {f.path}") for f in repository_files]
         self.fields["repository_file"].choices = [
             ("", "—"),
-            *((f"{f.repository_id}:{f.path}", f"{f.repository.name}: {f.path}") for f in repository_files),
+            *([(_("Folders"), folders)] if folders else []),
+            *([(_("Files"), files)] if files else []),
         ]
         self.fields["format"].choices = [("", _("Guess from the file name")), *FORMATS.items()]
 

@@ -4,9 +4,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext_lazy as _
 
@@ -34,6 +34,31 @@ def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
     if tag:
         items = items.filter(tags__contains=[normalize_tag(tag)])
     return items
+
+
+# The Items page's orders, by the name its URL keeps.
+ITEM_ORDERS = {
+    "updated": ("-updated_at", "-id"),
+    "newest": ("-created_at", "-id"),
+    "referenced": ("-reference_count", "-updated_at", "-id"),
+}
+
+
+def items_listed(
+    *, projects, tag: str | None = None, text: str = "", order: str = "updated"
+) -> QuerySet[KnowledgeItem]:
+    """The Items page: ``items_for`` narrowed to those whose title or content holds ``text`` (any case),
+    in one of ITEM_ORDERS ("referenced": the items naming the most files first)."""
+    items = items_for(projects=projects, tag=tag)
+    for word in text.split():
+        items = items.filter(Q(title__icontains=word) | Q(content__icontains=word))
+    if order == "referenced":
+        items = items.annotate(
+            reference_count=Coalesce(
+                Func(F("references"), 1, function="array_length", output_field=IntegerField()), 0
+            )
+        )
+    return items.order_by(*ITEM_ORDERS.get(order, ITEM_ORDERS["updated"]))
 
 
 def item_get(*, projects, pk: int) -> KnowledgeItem:

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import (
+    current_project,
     dashboard_projects,
     ensure_may_change,
     in_current_project,
@@ -28,7 +29,15 @@ from accounts.views import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
 from knowledge import importers, selectors, services
-from knowledge.forms import ActivityFilterForm, ExportForm, ImportForm, ItemForm, SearchForm, SnapshotForm
+from knowledge.forms import (
+    ActivityFilterForm,
+    ExportForm,
+    ImportForm,
+    ItemForm,
+    ItemListForm,
+    SearchForm,
+    SnapshotForm,
+)
 from knowledge.importers.exports import export
 from knowledge.models import TEST_TAG, KnowledgeItem
 from knowledge.query_syntax import parts, without
@@ -55,9 +64,16 @@ def overview(request):
 def item_list(request):
     projects = dashboard_projects(user=request.user, session=request.session)
     tag = request.GET.get("tag") or None
-    page = Paginator(selectors.items_for(projects=projects, tag=tag), 25).get_page(request.GET.get("page"))
+    form = ItemListForm(request.GET)
+    listing = form.cleaned_data if form.is_valid() else {}
+    items = selectors.items_listed(
+        projects=projects, tag=tag, text=listing.get("q", ""), order=listing.get("sort") or "updated"
+    )
+    page = Paginator(items, 25).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        "form": form,
+        "query": listing.get("q", ""),
         "tag": tag,
         "tags": selectors.tags_in(projects=projects),
         "may_write": projects_for(user=request.user, scope="write").exists(),
@@ -94,6 +110,10 @@ def item_detail(request, pk: int):
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
+        # Only a project with a repository tells files from other names (a host, a Java class); the
+        # others are listed behind "why?" alone.
+        "resolved_references": references.resolved,
+        "unresolved_references": references.unresolved,
         "source": selectors.item_source(item=item),
     }
     return render(request, "knowledge/item_detail.html", context)
@@ -353,9 +373,28 @@ def help_agents(request):
     return render(request, "knowledge/help_agents.html", context)
 
 
+ADMINS_ONLY = gettext_lazy("Only admins of %(project)s can %(what)s.")
+ADMINS_ONLY_ANY = gettext_lazy("Only a project's admins can %(what)s; you are an admin of none.")
+
+
+def _admins_only(request, projects, what: str):
+    """The page a role cannot use, saying so (403): when the user administers none of ``projects``, or
+    not the current project. None when the user may use the page."""
+    current = current_project(user=request.user, session=request.session)
+    if current is not None and not projects.filter(pk=current.pk).exists():
+        notice = ADMINS_ONLY % {"project": current.name, "what": what}
+    elif not projects.exists():
+        notice = ADMINS_ONLY_ANY % {"what": what}
+    else:
+        return None
+    return render(request, "knowledge/admins_only.html", {"notice": notice, "what": what}, status=403)
+
+
 @require_http_methods(["GET", "POST"])
 def snapshots(request):
     projects = projects_for(user=request.user, scope="admin")
+    if refused := _admins_only(request, projects, _("take and restore snapshots")):
+        return refused
     form = SnapshotForm(
         request.POST or None, projects=projects, initial=in_current_project(session=request.session)
     )
@@ -418,19 +457,24 @@ def import_page(request):
     from gitsync import selectors as git
 
     projects = projects_for(user=request.user, scope="admin")
+    if refused := _admins_only(request, projects, _("import items")):
+        return refused
     files = git.knowledge_files(projects=projects)
     form = ImportForm(
         request.POST or None,
         request.FILES or None,
         projects=projects,
         repository_files=files,
+        repository_folders=git.knowledge_folders(projects=projects),
         initial=in_current_project(session=request.session),
     )
     context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
     if request.method == "POST" and form.is_valid():
         try:
-            name, data = _import_source(form)
-            format = importers.format_of(form.cleaned_data["format"], name, data)
+            name, data, raw = _import_source(form)
+            format = importers.format_of(form.cleaned_data["format"], name, raw)
+            if raw is not data and format not in importers.ZIPPED_FORMATS:
+                data = raw  # a file a zip may not hold is imported as it is, undated
             options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
             report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
             job = services.import_job_create(
@@ -446,17 +490,22 @@ def import_page(request):
     return render(request, "knowledge/import.html", context)
 
 
-def _import_source(form: ImportForm) -> tuple[str, bytes]:
-    """The name and bytes the form names: its upload, or a file of one of the project's repositories."""
+def _import_source(form: ImportForm) -> tuple[str, bytes, bytes]:
+    """(name, bytes, the file's own bytes) of what the form names: its upload, or a file or folder of
+    one of the project's repositories, packed as a zip whose members carry the date of the last commit
+    that touched each file (the import dates the items by it)."""
     from gitsync import services as git
 
     if upload := form.cleaned_data["file"]:
-        return upload.name, upload.read()
+        data = upload.read()
+        return upload.name, data, data
     repository_id, path = form.cleaned_data["repository_file"].split(":", 1)
     repository = form.cleaned_data["project"].repositories.filter(pk=repository_id).first()
     if repository is None:
         raise ValidationError({"repository_file": FILE_NOT_IN_PROJECT})
-    return path, git.repository_file_read(repository=repository, path=path)
+    files = git.repository_files_read(repository=repository, path=path)
+    packed = importers.archive.pack(files)
+    return path, packed, packed if path.endswith("/") else files[0][1]
 
 
 def _import_job(request, pk: int):

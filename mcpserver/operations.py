@@ -261,7 +261,7 @@ def _version_line(version: dict) -> str:
     who = ", ".join(filter(None, [version["user"], version["key"] and f"key {version['key']}"]))
     state = " (in the trash)" if version["in_trash"] else ""
     return (
-        f"- version {version['version']}: {version['action']} {version['recorded_at']}"
+        f"- version {version['version']} (item version {version['number']}): {version['action']} {version['recorded_at']}"
         f" via {version['channel'] or '?'}{f' by {who}' if who else ''}{state}: {version['title']}"
     )
 

@@ -226,7 +226,9 @@ class VersionOutputSerializer(serializers.Serializer):
     version = serializers.IntegerField(
         source="pgh_id", help_text="The version's global id: the item's ETag, and what a restore names."
     )
-    number = serializers.IntegerField(help_text="The version's number within its item: 1 for its first version.")
+    number = serializers.IntegerField(
+        help_text="The version's number within its item: 1 for its first version."
+    )
     item = serializers.IntegerField(source="pgh_obj_id")
     title = serializers.CharField()
     content = serializers.CharField()

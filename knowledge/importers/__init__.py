@@ -15,6 +15,7 @@ from knowledge.importers.base import DATE_SOURCES, Record, date_source, dated, d
 __all__ = [
     "DATE_SOURCES",
     "FORMATS",
+    "ZIPPED_FORMATS",
     "Record",
     "date_source",
     "dated",

@@ -17,6 +17,7 @@ def test_upload_a_claude_md_see_the_dry_run_confirm_and_follow_the_job_to_its_it
     cast, live_server, page, celery_broker
 ):
     sign_in(page, live_server, "owner")
+    page.click("#more-menu summary")
     page.click("header nav a:has-text('Import')")
     page.set_input_files(
         "#id_file", files=[{"name": "CLAUDE.md", "mimeType": "text/markdown", "buffer": CLAUDE_MD.encode()}]

@@ -3,6 +3,8 @@ paths, updates the items of changed files and deletes those of deleted files and
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -135,13 +137,22 @@ def test_an_item_from_the_repository_shows_its_path_at_sha(client, cast, source)
     assert f"<code>CLAUDE.md@{head}</code>".encode() in page.content
 
 
+def flat_choices(choices) -> list[tuple[str, str]]:
+    """A select's choices, its groups (folders, files) flattened."""
+    return [
+        pair
+        for value, label in choices
+        for pair in (label if isinstance(label, list | tuple) else [(value, label)])
+    ]
+
+
 def test_the_import_page_offers_a_synced_repository_file_and_previews_it(client, cast, source):
     source.commit("Docs", {"AGENTS.md": CLAUDE, "src/app.py": "x = 1\n"})
     repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
     services.repository_sync(repository=repository)
     client.force_login(cast.owner)
     page = client.get("/dashboard/import/")
-    choices = dict(page.context["form"].fields["repository_file"].choices)
+    choices = dict(flat_choices(page.context["form"].fields["repository_file"].choices))
     assert (
         choices.get(f"{repository.pk}:AGENTS.md") == "app: AGENTS.md"
         and f"{repository.pk}:src/app.py" not in choices
@@ -170,3 +181,39 @@ def test_items_of_a_knowledge_source_are_dated_by_the_last_commit_that_touched_t
     assert source.git("log", "-1", "--format=%cI", written) != guide_commit
     assert stamps["1. X"].date().isoformat() == "2017-05-04"  # the record's own date comes first
     assert stamps["Notes"].date().isoformat() == "2015-01-01"
+
+
+def test_the_import_page_imports_a_whole_folder_dated_by_its_commits(client, cast, source):
+    source.commit("Old ADR", {"docs/adr/0001-x.md": "# 1. X\n\n## Status\n\nAccepted\n"}, days_ago=300)
+    source.commit("New ADR", {"docs/adr/0002-y.md": "Y\n=\n\nStatus: Proposed\n"}, days_ago=3)
+    source.commit("Guide", {"docs/guide.md": "## Guide\n\nRead me.\n", "docs/logo.png": "PNG"}, days_ago=1)
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    client.force_login(cast.owner)
+    choices = dict(
+        flat_choices(client.get("/dashboard/import/").context["form"].fields["repository_file"].choices)
+    )
+    assert choices[f"{repository.pk}:docs/"] == "app: docs/ (3 files)"
+    assert choices[f"{repository.pk}:docs/adr/"] == "app: docs/adr/ (2 files)"
+
+    preview = client.post(
+        "/dashboard/import/", {"project": cast.project.pk, "repository_file": f"{repository.pk}:docs/adr/"}
+    )
+    assert preview.context["job"].format == "adr", preview.context["form"].errors
+    rows = {
+        row["file"]: (row["title"], row["dated"]) for row in preview.context["preview"]["rows"]["created"]
+    }
+    assert rows == {
+        "docs/adr/0001-x.md": ("1. X", "git-commit"),
+        "docs/adr/0002-y.md": ("Y", "git-commit"),
+    }
+    assert "the last commit that touched the file" in preview.content.decode()
+    client.post(f"/dashboard/import/{preview.context['job'].pk}/confirm/")
+    from knowledge.models import ImportJob
+    from knowledge.services import import_job_run
+
+    import_job_run(job=ImportJob.objects.get())
+    old = KnowledgeItem.objects.get(title="1. X")
+    committed = source.git("log", "-1", "--format=%cI", "--", "docs/adr/0001-x.md")
+    gap = abs((old.updated_at - datetime.fromisoformat(committed)).total_seconds())
+    assert gap <= 2 and old.tags == ["adr", "accepted"]  # a zip keeps times to two seconds

@@ -93,7 +93,7 @@ def test_a_first_sync_with_nothing_recent_says_what_it_left_and_offers_the_whole
     assert full.added == 4
     repository.refresh_from_db()
     assert repository.older_commits == 0
-    assert "older" not in owner.get(f"/dashboard/repositories/{repository.pk}/").content.decode()
+    assert "older-commits" not in owner.get(f"/dashboard/repositories/{repository.pk}/").content.decode()
 
 
 @pytest.mark.django_db
@@ -103,3 +103,60 @@ def test_the_repositories_page_points_admins_to_their_projects_connect_form(cast
     assert 'href="/dashboard/repositories/projects/acme/#repository-connect"' in page
     member = signed_in(cast.member).get("/dashboard/repositories/").content.decode()
     assert "#repository-connect" not in member and 'href="/dashboard/repositories/projects/acme/"' in member
+    project_page = signed_in(cast.member).get("/dashboard/repositories/projects/acme/").content.decode()
+    assert 'id="admins-connect"' in project_page and 'id="repository-connect"' not in project_page
+
+
+@pytest.mark.django_db
+def test_names_that_are_no_files_show_only_behind_why_and_only_with_a_repository(cast, source, roots):
+    from tests.knowledge.factories import make_item
+
+    item = make_item(cast.project, "Sizing", "GOV.UK runs t2.medium; java.lang.Error in src/lib/auth.ts.")
+    owner = signed_in(cast.owner)
+    page = owner.get(f"/dashboard/items/{item.pk}/").content.decode()
+    assert (
+        "<code>t2.medium</code>" not in page and "Referenced files" not in page
+    )  # no repository: no verdict
+
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    page = owner.get(f"/dashboard/items/{item.pk}/").content.decode()
+    listed, why = page.split('<details class="why" id="unresolved-references">')
+    assert "<code>src/lib/auth.ts</code>" in listed
+    assert "<code>t2.medium</code>" not in listed and "<code>GOV.UK</code>" not in listed
+    assert "<code>t2.medium</code>" in why and "<code>java.lang.Error</code>" in why
+
+    hits = owner.get("/dashboard/search/", {"q": "instance sizing"}).content.decode()
+    hit = hits.split('<li class="hit">')[1]
+    visible, behind = hit.split('<details class="why">')
+    assert "<code>t2.medium</code>" not in visible and "<code>t2.medium</code>" in behind
+
+
+@pytest.mark.django_db
+def test_an_admin_marks_a_folder_as_knowledge_source_from_the_repository_page(
+    cast, source, roots, monkeypatch
+):
+    from gitsync.models import KnowledgeSource
+
+    source.commit("Docs", {"docs/adr/0001-x.md": "# 1. X\n", "docs/guide.md": "# Guide\n"})
+    repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
+    services.repository_sync(repository=repository)
+    sent = []
+    monkeypatch.setattr(tasks.sync_repository, "delay", lambda *args: sent.append(args))
+    owner = signed_in(cast.owner)
+    url = f"/dashboard/repositories/{repository.pk}/"
+    page = owner.get(url).content.decode()
+    assert 'id="knowledge-source-add"' in page and '<option value="docs/adr/">' in page
+    assert 'id="knowledge-source-add"' not in signed_in(cast.member).get(url).content.decode()
+    assert signed_in(cast.member).post(f"{url}sources/", {"path": "docs/"}).status_code == 404
+
+    added = owner.post(f"{url}sources/", {"path": "docs/adr/"}, follow=True).content.decode()
+    assert "“docs/adr/” is a knowledge source now." in added and "<code>docs/adr/</code>" in added
+    assert list(KnowledgeSource.objects.values_list("path", flat=True)) == ["docs/adr/"]
+    assert sent == [(repository.pk,)]  # a sync that imports it is queued
+    twice = owner.post(f"{url}sources/", {"path": "docs/adr/"}, follow=True).content.decode()
+    assert "already a knowledge source" in twice and KnowledgeSource.objects.count() == 1
+
+    source_pk = KnowledgeSource.objects.get().pk
+    removed = owner.post(f"{url}sources/{source_pk}/remove/", follow=True).content.decode()
+    assert "is no longer synced" in removed and not KnowledgeSource.objects.exists()

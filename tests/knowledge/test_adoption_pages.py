@@ -75,3 +75,72 @@ def test_versions_are_numbered_per_item_in_the_page_the_api_and_activity_while_t
 
     restored = member.post(f"/dashboard/items/{item.pk}/history/{ids[1]}/restore/", follow=True)
     assert "Restored version 1." in restored.content.decode()
+
+
+def test_the_items_page_searches_titles_and_content_and_sorts_keeping_both_in_the_url(cast):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    make_item(
+        cast.project, "Old runbook", "Restart the worker with systemctl.", updated_at=now - timedelta(days=90)
+    )
+    make_item(
+        cast.project,
+        "Deploy notes",
+        "See deploy/app.yaml, deploy/db.yaml and Makefile for the runbook.",
+        created_at=now - timedelta(days=30),
+        updated_at=now - timedelta(days=29),
+    )
+    make_item(cast.project, "Lunch", "Pizza on Fridays.", created_at=now - timedelta(days=60), updated_at=now)
+    client = Client()
+    client.force_login(cast.member)
+
+    def titles(**params) -> list[str]:
+        html = client.get("/dashboard/items/", params).content.decode()
+        return re.findall(r'<a href="/dashboard/items/\d+/">([^<]+)</a>', html)
+
+    assert titles() == ["Lunch", "Deploy notes", "Old runbook"]
+    assert titles(sort="newest") == ["Deploy notes", "Lunch", "Old runbook"]
+    assert titles(sort="referenced") == ["Deploy notes", "Lunch", "Old runbook"]
+    assert titles(q="RUNBOOK") == [
+        "Deploy notes",
+        "Old runbook",
+    ]  # the title of one, the content of the other
+    assert titles(q="runbook systemctl") == ["Old runbook"]
+    assert titles(q="runbook", sort="newest") == ["Deploy notes", "Old runbook"]
+    page = client.get("/dashboard/items/", {"q": "runbook", "sort": "newest"}).content.decode()
+    assert 'value="runbook"' in page and '<option value="newest" selected>' in page
+    assert "No item holds" in client.get("/dashboard/items/", {"q": "kubernetes"}).content.decode()
+
+
+def test_pages_a_role_cannot_use_say_so_and_leave_the_navigation(cast):
+    member = Client()
+    member.force_login(cast.member)
+    for url, what in (
+        ("/dashboard/import/", "import items"),
+        ("/dashboard/snapshots/", "take and restore snapshots"),
+    ):
+        answer = member.get(url)
+        assert answer.status_code == 403, url
+        assert (
+            f"Only a project&#x27;s admins can {what}; you are an admin of none." in answer.content.decode()
+        )
+    overview = member.get("/dashboard/").content.decode()
+    assert 'href="/dashboard/import/"' not in overview and 'href="/dashboard/snapshots/"' not in overview
+    assert 'href="/dashboard/activity/"' in overview and 'href="/dashboard/export/"' in overview
+
+    owner = Client()
+    owner.force_login(cast.owner)
+    page = owner.get("/dashboard/").content.decode()
+    assert 'href="/dashboard/import/"' in page and 'href="/dashboard/snapshots/"' in page
+    assert owner.get("/dashboard/import/").status_code == 200
+    # An admin elsewhere, in a project where they are a member: that project's import is not theirs.
+    project_create(name="Beta", slug="beta", owner=cast.member)
+    member.post("/dashboard/projects/switch/", {"project": cast.project.pk})
+    answer = member.get("/dashboard/import/")
+    assert answer.status_code == 403 and "Only admins of Acme can import items." in answer.content.decode()
+    assert 'href="/dashboard/import/"' not in member.get("/dashboard/").content.decode()
+    member.post("/dashboard/projects/switch/", {"project": ""})
+    assert member.get("/dashboard/import/").status_code == 200
