@@ -316,7 +316,7 @@ def report(r: dict) -> None:
     else:
         print(
             f"  passages                          none stored (one vector per item); the raw model reads "
-            f"the floor's {r['windows']} windows at {imported['raw_model_windows_per_s']:.1f}/s"
+            f"200-word windows at {imported['raw_model_windows_per_s']:.1f}/s (the floor has {r['windows']})"
         )
     memory = r["memory"]
     if memory["row_bytes"]:
