@@ -1,7 +1,7 @@
 """`make bench`: the search benchmark at each size, then the git sync benchmark, each in its own
 database on the embedded server, then the embedding engines against each other, then the import of a
-Markdown zip (``--only search``, ``--only gitsync``, ``--only embedding`` or ``--only imports`` runs one
-of them). ``--only tenants`` runs the many-teams
+Markdown zip, then the long-document workload (``--only search``, ``--only gitsync``, ``--only
+embedding``, ``--only imports`` or ``--only longdocs`` runs one of them). ``--only tenants`` runs the many-teams
 benchmark (bench/tenants.py), never run by default: it loads hundreds of thousands of items.
 ``--only history`` runs the cost of item history on the write path (bench/history.py).
 ``--only imports-memory`` measures the peak memory of a dry run of the largest accepted file of each
@@ -14,7 +14,9 @@ API and service latency against (query embedding alone + raw pgvector top-k alon
 the raw model's batch throughput, recall@10 against a brute-force ranking under the spec's formula,
 git full ingest against `git log --name-status -M` over the same history (see bench/gitsync.py),
 the ONNX engine against torch (see bench/embedding.py), the import job of a Markdown zip against the raw
-model's batch throughput on the same texts (see bench/imports.py).
+model's batch throughput on the same texts (see bench/imports.py), the long-document workload's recall
+against the same model reading 200-word windows by brute force and its import against the raw model
+(see bench/longdocs.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main(argv=None) -> int:
             "imports-memory",
             "crossover",
             "peers",
+            "longdocs",
         ),
         help="Run one benchmark (default: all but tenants and crossover).",
     )
@@ -150,7 +153,25 @@ def main(argv=None) -> int:
         run_history(data_dir, results_dir, quick=args.quick)
     if args.only in (None, "imports"):
         run_imports(data_dir, results_dir, notes=2000 if args.quick else args.notes)
+    if args.only in (None, "longdocs"):
+        run_longdocs(data_dir, results_dir, rounds=1 if args.quick else 3)
     return 0
+
+
+def run_longdocs(data_dir: Path, results_dir: Path, *, rounds: int) -> dict:
+    from bench import longdocs
+
+    out = results_dir / "longdocs.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_longdocs"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.longdocs", "--rounds", str(rounds), "--json", str(out)]
+    subprocess.run(command, env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    longdocs.report(result)
+    return result
 
 
 def run_history(data_dir: Path, results_dir: Path, *, quick: bool) -> dict:
