@@ -5,14 +5,15 @@ rest off. An item is therefore embedded as windows of its content, each prefixed
 (``embedded_text(title, content[start:end])``) and each short enough to be read whole.
 
 The budget is counted in estimated word pieces rather than in words, because the tokens a word costs
-vary by a factor of two with the text: measured with the model's own tokenizer, 200 words of English
-prose are about 270 tokens, and 200 words of technical Markdown (npm's and undici's docs, this
-project's README) a median of 367 and up to 920. ``estimate`` counts what BERT's tokenizer splits
-first (runs of letters and digits, each punctuation mark, each CJK character) and a piece more for
-each further 8 letters; on those docs the real count is the estimate plus about 6 % (a window of 200
-estimated tokens is 212 real tokens at the median, 227 at the 90th percentile, 249 at the 99th). So a
-window of title and content is budgeted ``WINDOW_TOKENS`` = 200 estimated tokens: about 170 words of
-prose or 110 of technical text, and fits in 256 real tokens with room for the estimate's error.
+vary with the text: measured with the model's own tokenizer, 200 words of English prose (the GPL's
+text) are 239 tokens, and 200 words of technical Markdown (npm's and undici's docs, this project's
+README) a median of 367 and up to 920. ``estimate`` counts what BERT's tokenizer splits first (runs of
+letters, split at a capital as in camelCase, runs of digits, each punctuation mark, each CJK
+character) and a piece more for each further 8 letters (3 digits). So a window of title and content is
+budgeted ``WINDOW_TOKENS`` = 200 estimated tokens. Cut so, the title and window of those 133 technical
+docs are 169 real tokens at the median, 227 at the 99th percentile and 252 at most (1,955 passages,
+some 80 words each); the GPL's are 162 at the median and 203 at most (some 130 words each). Each of those
+windows fits the model's 256 tokens, title included, with room for the estimate's error.
 
 Where a window ends, best first: before a Markdown heading, at a blank line (a paragraph or a code
 block's edge), at a sentence end (``.?!…`` or before ``¿¡``), at a line break, between words. The last
@@ -23,9 +24,9 @@ ended (``OVERLAP_TOKENS``, at a paragraph, sentence or line start if there is on
 heading, where a section starts afresh. A run of more than 64 characters without a space (a hash, a
 line of CJK text) counts as several words.
 
-An item has at most ``MAX_PASSAGES`` passages: the content limit (100,000 characters) is about
-15,000 words of prose, some 110 windows, so 256 is reached only by text of very short words; the last
-passage then runs to the end of the content, and the model reads that passage's opening (a keyword
+An item has at most ``MAX_PASSAGES`` passages: the content limit (100,000 characters) is about 15,000
+words of prose, some 120 windows, or about 250 windows of dense technical Markdown; past the cap the
+last passage runs to the end of the content, and the model reads that passage's opening (a keyword
 filter still reads the whole text).
 """
 

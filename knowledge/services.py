@@ -174,10 +174,12 @@ def _embed_into(items: list[KnowledgeItem]) -> list[Passage] | None:
     return written
 
 
-def _save_passages(items: list[KnowledgeItem], written: list[Passage] | None) -> None:
+def _save_passages(items: list[KnowledgeItem], written: list[Passage] | None, *, new: bool = False) -> None:
     """Make ``written`` the passages of ``items`` (none if None: pending), in the transaction that has
-    just written the items' rows. One binary COPY, like an import's items."""
-    Passage.objects.filter(item_id__in=[item.pk for item in items]).delete()
+    just written the items' rows (``new`` ones have none to replace). One binary COPY, like an import's
+    items."""
+    if not new:
+        Passage.objects.filter(item_id__in=[item.pk for item in items]).delete()
     if written:
         with connection.cursor() as cursor:
             _copy_rows(
@@ -223,7 +225,7 @@ def item_create(
     written = _embed_into([item])
     with transaction.atomic(), history_context(action=Action.CREATE):
         item.save()
-        _save_passages([item], written)
+        _save_passages([item], written, new=True)
         if written is None:
             _queue_embedding([item.pk])
     return item
@@ -765,7 +767,7 @@ class _ImportPlan:
         items = [item for _r, item in fresh]
         with transaction.atomic():
             _copy_items(items)
-            _save_passages(items, written)
+            _save_passages(items, written, new=True)
             if self.format:
                 keyed = [self._source(r, i) for r, i in fresh if r.key]
                 ItemSource.objects.bulk_create(keyed)

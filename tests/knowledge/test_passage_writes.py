@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from knowledge import embeddings, passages, services
+from knowledge.importers import Record
 from knowledge.models import KnowledgeItem, Passage, embedded_text
 from knowledge.tasks import cut_passages, embed_pending_items
 from tests.knowledge.factories import make_item
@@ -103,9 +104,11 @@ def test_revert_and_snapshot_restore_embed_the_restored_text_again(cast):
     assert len(assert_passages(item)) > 1
 
 
-def test_trash_keeps_the_passages_and_purge_deletes_them(cast):
+def test_trash_and_tasks_keep_the_passages_and_purge_deletes_them(cast):
     item = make_item(cast.project, "Runbook", long_content())
     count = Passage.objects.filter(item=item).count()
+    services.item_archive(item=item)
+    services.item_restore(item=item)
     services.item_delete(item=item)
     assert Passage.objects.filter(item=item).count() == count
     services.item_untrash(item=item)
@@ -135,6 +138,20 @@ def test_an_import_writes_every_items_passages_in_one_batch(cast, monkeypatch):
     counts = [len(assert_passages(item)) for item in items]
     assert counts[0] > 1 and counts[1] > 1 and counts[2] == 1
     assert calls[0] == sum(counts)  # the import's batch: every passage of every item in one call
+
+
+def test_reimporting_a_changed_source_replaces_its_items_passages(cast):
+    def run(content):
+        records = [Record(1, {"title": "Runbook", "content": content}, "docs/runbook.md", "docs/runbook.md")]
+        return services.items_import(
+            records=records, default_project=cast.project, projects_by_slug={}, format="markdown"
+        )
+
+    assert run(long_content()).created == 1
+    item = KnowledgeItem.objects.get(project=cast.project)
+    before = {p.pk for p in assert_passages(item)}
+    assert run(long_content(3, "Queues")).updated == 1
+    assert not before & {p.pk for p in assert_passages(item)}
 
 
 def test_an_import_while_the_model_is_down_writes_pending_items_without_passages(cast, monkeypatch):

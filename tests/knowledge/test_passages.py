@@ -169,3 +169,29 @@ def test_every_window_and_its_title_fit_the_models_256_tokens_by_its_own_tokeniz
             assert tokens <= 256, (name, start, end, tokens)
         passages += len(spans)
     assert passages > 20
+
+
+def test_any_text_is_covered_in_order_within_the_cap():
+    """Seeded random Markdown-like texts (headings, fences, CRLF, long runs, CJK, Spanish marks)."""
+    import random
+
+    pieces = [
+        "# H\n",
+        "## Sub\n",
+        "\n\n",
+        "\n",
+        "```\n",
+        "~~~py\n",
+        " ",
+        "word ",
+        "It ends. ",
+        "¿Qué? ",
+        "¡Sí! ",
+    ]
+    pieces += ["x" * 70, "camelCaseWord ", "12345 ", "…", "漢字漢字 ", "\r\n", "    indented\n", "- item\n"]
+    rng = random.Random(7)
+    for _ in range(200):
+        content = "".join(rng.choice(pieces) * rng.randint(1, 40) for _ in range(rng.randint(0, 60)))
+        spans = cut(rng.choice(["", "T", "A long title " * 10]), content)
+        covers(content, spans)
+        assert len(spans) <= MAX_PASSAGES
