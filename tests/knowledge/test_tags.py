@@ -143,7 +143,7 @@ def test_the_data_migrations_normalize_stored_tags_of_items_and_tasks(cast):
     task = make_task(cast.project, "Page less")
     KnowledgeItem.objects.filter(pk=item.pk).update(tags=["te\u200bst", "ｏｐｓ", "ops", "\u202eui"])
     Task.objects.filter(pk=task.pk).update(tags=["\ufeffdb", "db"])
-    importlib.import_module("knowledge.migrations.0015_tags_nfkc").normalize_tags(apps, None)
+    importlib.import_module("knowledge.migrations.0017_tags_nfkc").normalize_tags(apps, None)
     importlib.import_module("tasks.migrations.0004_tags_nfkc").normalize_tags(apps, None)
     assert KnowledgeItem.objects.get(pk=item.pk).tags == ["test", "ops", "ui"]
     assert Task.objects.get(pk=task.pk).tags == ["db"]

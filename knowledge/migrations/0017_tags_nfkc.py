@@ -28,6 +28,6 @@ def normalize_tags(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("knowledge", "0014_search_vector_gin_without_pending_list")]
+    dependencies = [("knowledge", "0016_passage_zero")]
 
     operations = [migrations.RunPython(normalize_tags, migrations.RunPython.noop)]

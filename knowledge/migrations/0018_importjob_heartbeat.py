@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0015_tags_nfkc'),
+        ('knowledge', '0017_tags_nfkc'),
     ]
 
     operations = [
