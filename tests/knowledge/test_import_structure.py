@@ -48,9 +48,8 @@ def run(project, format: str, name: str, data: bytes | str, **kwargs) -> service
     ],
 )
 def test_a_note_is_titled_by_its_first_heading_of_any_level_setext_included(cast, text, title):
-    report = run(cast.project, "markdown", "docs/guide.md", text)
-    assert report.created == 1, report.errors
-    assert KnowledgeItem.objects.get().title == title
+    preview = run(cast.project, "markdown", "docs/guide.md", text, dry_run=True).summary()  # no embedding
+    assert [row["title"] for row in preview["rows"]["created"]] == [title], preview["rows"]["failed"]
 
 
 def test_a_frontmatter_block_underlines_no_heading():
