@@ -150,6 +150,8 @@ def main(argv=None) -> int:
         elapsed = time.perf_counter() - started
         assert job.status == "done" and job.result["created"] == len(docs), (job.status, job.error)
         passages = passage_model.objects.count() - passages_before if passage_model else None
+        if passages == 0:
+            print("  WARNING: the engine has passages but the import stored none: recall reads no passage")
         items = KnowledgeItem.objects.filter(project=project)
         pending = items.filter(embedding__isnull=True).count() if has_embedding else 0
         assert not pending, f"{pending} items left pending after the import: recall would be wrong"
