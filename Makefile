@@ -34,9 +34,11 @@ test: install system-deps
 bench: install
 	$(PY) -m bench $(BENCH_ARGS)
 
+# Style, the dependency rules of ARCHITECTURE.md (import contracts in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) var

@@ -280,6 +280,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 # ContextForge itself.
+# What the health check reports to signed-in staff beside the database: name -> a callable returning JSON.
+CONTEXTFORGE_HEALTH_CHECKS = {"embedder": "knowledge.embeddings.status"}
 CONTEXTFORGE_EMBEDDING_MODEL = os.environ.get("CONTEXTFORGE_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 CONTEXTFORGE_EMBEDDING_DIMENSIONS = 384
 # onnx: ONNX Runtime over an export of the model made once into DATA_DIR/models; torch: sentence-transformers.

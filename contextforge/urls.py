@@ -29,6 +29,6 @@ urlpatterns = [
 ]
 
 handler400 = "contextforge.api.handler400"
-handler403 = "contextforge.views.permission_denied"
+handler403 = "accounts.views.permission_denied"
 handler404 = "contextforge.api.handler404"
 handler500 = "contextforge.middleware.server_error"

@@ -35,6 +35,7 @@ from knowledge.models import (
     embedded_text,
     normalize_tag,
 )
+from knowledge.signals import import_queued, items_pending
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -152,11 +153,9 @@ def _embed_into(items: list[KnowledgeItem]) -> bool:
 
 
 def _queue_embedding(item_ids: list[int]) -> None:
-    from knowledge.tasks import embed_items
-
     def send() -> None:
         try:
-            embed_items.delay(item_ids)
+            items_pending.send(sender=KnowledgeItem, item_ids=item_ids)
         except Exception:  # the broker is down: the beat sweep of pending items will find them
             logger.exception("could not queue embedding of items %s", item_ids)
 
@@ -851,9 +850,7 @@ def import_drafts_purge() -> int:
 
 
 def _queue_import(job: ImportJob) -> None:
-    from knowledge.tasks import run_import
-
-    transaction.on_commit(lambda: run_import.delay(job.pk))
+    transaction.on_commit(lambda: import_queued.send(sender=ImportJob, job_id=job.pk))
 
 
 def import_job_confirm(*, job: ImportJob) -> ImportJob:

@@ -17,8 +17,8 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
+from accounts.access import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
-from contextforge.api.access import PROJECT_UNKNOWN
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
 from knowledge import importers, selectors, services

@@ -11,8 +11,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
-from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated
 from knowledge import embeddings, importers, selectors, services
