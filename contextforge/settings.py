@@ -310,7 +310,8 @@ CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB = env_int("CONTEXTFORGE_IMPORT_MAX_UNPACKED_
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
 # process (knowledge/ranking/matrix.py). The copy is faster at every size, but below this the scan costs
 # a search only a few milliseconds more, so the memory budget is left to the projects where the scan is
-# slow (bench/crossover.py).
+# slow: past ~5,000 items most searches need more rows than the scan's first statement reads, and its cost
+# climbs steeply.
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 5_000, minimum=0)
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).

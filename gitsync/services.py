@@ -183,8 +183,9 @@ def repository_delete(*, repository: Repository) -> None:
 
 def clone_options(url: str) -> list[str]:
     """How a sync clones ``url`` (bare, besides): a repository on this machine has its object files
-    copied, never hard-linked, which is much cheaper than git's transport packing them anew (see
-    bench/gitsync.py), blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
+    copied, never hard-linked, blobs included: copying files is I/O alone, where git's transport would
+    compress every object into a pack anew. A remote is cloned without blobs, since commits and trees are
+    all a sync reads."""
     return ["--no-hardlinks"] if url.startswith("/") else ["--filter=blob:none"]
 
 
@@ -385,7 +386,8 @@ def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: s
     files; returns how many were stored.
 
     git's walk, the parse and the database's COPY run side by side: a thread reads and parses git's
-    output while this one writes the batches parsed so far (bench/gitsync.py).
+    output while this one writes the batches parsed so far, so that the parse's CPU overlaps the
+    database's writes instead of adding to them.
     """
     added = 0
     with _git_log(clone, walk=walk, shas=shas) as batches, connection.cursor() as cursor:

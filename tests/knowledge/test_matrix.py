@@ -51,8 +51,8 @@ _BASE: list[np.ndarray] = []
 
 
 def fill(project, count: int, *, seed: int) -> None:
-    """``count`` items whose vectors are real embeddings of generated notes, slightly perturbed (as
-    bench/search.py grows its data): many items for the price of a few model calls."""
+    """``count`` items whose vectors are real embeddings of generated notes, slightly perturbed (as the
+    search benchmark grows its data): many items for the price of a few model calls."""
     if not _BASE:
         texts = [f"{n['title']}\n{n['content']}" for n in data.notes(40, seed=9)]
         _BASE.extend(embeddings.embed_texts(texts))
