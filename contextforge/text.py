@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 NUL_CHARACTER = _("Must not contain NUL characters.")
@@ -10,7 +11,7 @@ NOT_UNICODE = _("Must be valid Unicode text (no lone surrogate).")
 JSON_TOO_DEEP = _("Invalid JSON: nested too deeply.")
 
 
-def text_error(text: str) -> str | None:
+def text_error(text: str) -> str | Promise | None:
     """What makes ``text`` impossible to store as it is, if anything: PostgreSQL text holds neither NUL
     nor a lone surrogate (which JSON's \\ud800 escapes can carry)."""
     if "\x00" in text:

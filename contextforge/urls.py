@@ -1,11 +1,11 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from contextforge import views
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("knowledge.api.urls")),
     path("", include("gitsync.api.urls")),
     path("", include("tasks.api.urls")),

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET
 
 
-def _signed_in_staff(request) -> bool:
+def _signed_in_staff(request: HttpRequest) -> bool:
     try:  # the session lives in the database, which may be the thing that is down
         return bool(request.user.is_authenticated and request.user.is_staff)
     except DatabaseError:
@@ -15,7 +15,7 @@ def _signed_in_staff(request) -> bool:
 
 
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """ok or down, and nothing else for anyone: what fails, and where, is shown to signed-in staff only."""
     try:
         with connection.cursor() as cursor:
@@ -25,7 +25,7 @@ def healthz(request):
     except Exception as exc:  # any database failure means "down"
         database = {"status": "down", "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     up = database["status"] == "ok"
-    body = {"status": "ok" if up else "down"}
+    body: dict[str, object] = {"status": "ok" if up else "down"}
     if _signed_in_staff(request):
         body["database"] = database
         # The apps' own checks, named in the settings (the embedder's is knowledge's): this view imports no app.

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from gitsync import services as git_services
 from gitsync.models import Repository
 from knowledge import importers, selectors, services
+from knowledge.importers import Record
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def repository_sources_import(*, repository: Repository, clone: git.Repo, head: 
                     blobs[path] = meta.split()[2]
         changed = {path: sha for path, sha in blobs.items() if source.imported.get(path) != sha}
         gone = [path for path in source.imported if path not in blobs]
-        by_format: dict[str, list] = {}
+        by_format: dict[str, list[Record]] = {}
         for path, sha in changed.items():
             format = importers.file_format(path) or "markdown"
             data = clone.odb.stream(bytes.fromhex(sha)).read()

@@ -553,7 +553,7 @@ class _ImportPlan:
     def run(self) -> None:
         # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
         # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
-        embedding: tuple[list, Future] | None = None
+        embedding: tuple[list, list, Future] | None = None
         with ThreadPoolExecutor(max_workers=1) as pool:
             for start in range(0, len(self.valid), IMPORT_BATCH):
                 batch = self.valid[start : start + IMPORT_BATCH]
