@@ -37,9 +37,13 @@ test: install system-deps
 bench: install
 	$(PY) -m bench $(BENCH_ARGS)
 
+# Style, the dependency rules of ARCHITECTURE.md (import contracts in pyproject.toml), and types (mypy's
+# levels are in pyproject.toml too).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) var

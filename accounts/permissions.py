@@ -25,7 +25,7 @@ class HasScope(permissions.BasePermission):
             raise exceptions.PermissionDenied(MISSING_SCOPE.format(scope=scope))
         if scope == Scope.ADMIN:
             # The scope alone never suffices: the owner's role must grant it too, in every project the
-            # action touches (contextforge.api.access.request_projects narrows to those), and in one at least.
+            # action touches (accounts.access.request_projects narrows to those), and in one at least.
             request.admin_action = True
             if not projects_for(user=request.user, scope=scope, api_key=key).exists():
                 raise exceptions.PermissionDenied(NO_ROLE_FOR_SCOPE.format(scope=scope))

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import math
 
 from axes.helpers import get_client_ip_address, get_cool_off
@@ -10,6 +9,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import PasswordResetView
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -20,13 +20,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts import selectors, services
 from accounts.forms import ApiKeyForm, InvitationForm, MemberAddForm, ProjectForm, RoleForm, SignUpForm
 from accounts.models import ROLE_SCOPES, Project, Role, Scope
+from accounts.snippets import key_snippets
+from contextforge.api.errors import MACHINE_PREFIXES
 from contextforge.forms import apply_errors
 
 # The session keys of what a page shows once, after the POST that made it redirected there.
 NEW_KEY_SECRET = "new_key_secret"
 NEW_INVITATION_URL = "new_invitation_url"
 ADMINS_ONLY = gettext_lazy("Only the project's admins may do this.")
-MCP_PATH = "/mcp"
 TOO_MANY_RESETS = gettext_lazy("Too many password-reset links were asked for. Try again in an hour.")
 
 
@@ -49,25 +50,6 @@ def _key_form(request, data=None) -> ApiKeyForm:
         scopes_for=lambda project: selectors.allowed_scopes(user=user, project=project),
         initial=selectors.in_current_project(session=request.session),
     )
-
-
-def key_snippets(*, secret: str, base_url: str) -> dict[str, str]:
-    """Ready-to-paste set-ups for a new key: a curl search, Claude Code's command, a .mcp.json entry."""
-    mcp_url = base_url.rstrip("/") + MCP_PATH
-    header = f"Authorization: Bearer {secret}"
-    mcp_json = {
-        "mcpServers": {
-            "contextforge": {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {secret}"}}
-        }
-    }
-    return {
-        "curl": (
-            f"curl -s -X POST {base_url.rstrip('/')}/api/v1/search/ \\\n  -H '{header}' \\\n"
-            "  -H 'Content-Type: application/json' \\\n  -d '{\"query\": \"how do we deploy?\"}'"
-        ),
-        "claude": f"claude mcp add --transport http contextforge {mcp_url} \\\n  --header '{header}'",
-        "mcp_json": json.dumps(mcp_json, indent=2),
-    }
 
 
 @require_http_methods(["GET", "POST"])
@@ -383,3 +365,13 @@ class ThrottledPasswordResetView(PasswordResetView):
             form.add_error(None, TOO_MANY_RESETS)
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().form_valid(form)
+
+
+def permission_denied(request, exception=None):
+    """handler403: JSON for programs; for people, a page that says what was refused and what the
+    signed-in user's role allows in each of their projects."""
+    message = str(exception or "") or _("You may not do this.")
+    if request.path.startswith(MACHINE_PREFIXES):
+        return JsonResponse({"detail": message}, status=403)
+    memberships = selectors.roles_of(user=request.user) if request.user.is_authenticated else []
+    return render(request, "403.html", {"exception": message, "memberships": memberships}, status=403)

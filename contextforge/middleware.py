@@ -23,14 +23,13 @@ from django.utils.translation import gettext_lazy
 from django_htmx.middleware import HtmxMiddleware
 from pghistory.middleware import ASGIRequest, HistoryMiddleware, WSGIRequest
 
+from contextforge.api.errors import MACHINE_PREFIXES, handler500
 from contextforge.history import channel_of, writes
 
 logger = logging.getLogger(__name__)
 
 # These answer to API keys, webhooks' signatures or nobody; the admin has its own login.
 LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
-# Paths whose callers are programs: every answer is JSON.
-MACHINE_PREFIXES = ("/api/", "/mcp")
 # Paths that answer to API keys alone: no session, cookie, CSRF token, message, htmx or login lockout.
 API_PREFIXES = ("/api/",)
 DATABASE_DOWN = gettext_lazy("The database is unavailable. Try again in a moment.")
@@ -180,6 +179,4 @@ class FailureResponseMiddleware:
 def server_error(request):
     """handler500: a failure raised outside any view (a middleware reading the session while the
     database is down) gets failure_response's answer too; anything else is the API's 500."""
-    from contextforge.api import handler500
-
     return failure_response(request, sys.exc_info()[1]) or handler500(request)

@@ -318,6 +318,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 # ContextForge itself.
+# What the health check reports to signed-in staff beside the database: name -> a callable returning JSON.
+CONTEXTFORGE_HEALTH_CHECKS = {"embedder": "knowledge.embeddings.status"}
 CONTEXTFORGE_EMBEDDING_MODEL = os.environ.get("CONTEXTFORGE_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 CONTEXTFORGE_EMBEDDING_DIMENSIONS = 384
 # onnx: ONNX Runtime over an export of the model made once into DATA_DIR/models; torch: sentence-transformers.
@@ -352,7 +354,8 @@ CONTEXTFORGE_IMPORT_HEARTBEAT_S = env_int("CONTEXTFORGE_IMPORT_HEARTBEAT_S", 15,
 # from its own in-memory copy of the vectors: exact too, faster, at the cost of the vectors' memory in every
 # process (knowledge/ranking/memory.py). The copy is faster at every size, but below this the scan costs
 # a search only a few milliseconds more, so the memory budget is left to the projects where the scan is
-# slow (bench/crossover.py).
+# slow: past ~5,000 items most searches need more rows than the scan's first statement reads, and its cost
+# climbs steeply.
 CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 5_000, minimum=0)
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 NUL_CHARACTER = _("Must not contain NUL characters.")
@@ -19,7 +20,7 @@ NONCHARACTER = _("Must not contain Unicode noncharacters (such as U+FFFF).")
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-def text_error(text: str) -> str | None:
+def text_error(text: str) -> str | Promise | None:
     """What makes ``text`` impossible to store as it is, if anything: PostgreSQL text holds neither NUL
     nor a lone surrogate (which JSON's \\ud800 escapes can carry)."""
     if "\x00" in text:

@@ -1,12 +1,11 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from accounts.views import ThrottledPasswordResetView
 from contextforge import views
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("knowledge.api.urls")),
     path("", include("gitsync.api.urls")),
     path("", include("tasks.api.urls")),
@@ -19,7 +18,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("accounts/password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset"),
+    path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/v1/", include((api_v1, "api"))),
@@ -31,6 +30,6 @@ urlpatterns = [
 ]
 
 handler400 = "contextforge.api.handler400"
-handler403 = "contextforge.views.permission_denied"
+handler403 = "accounts.views.permission_denied"
 handler404 = "contextforge.api.handler404"
 handler500 = "contextforge.middleware.server_error"

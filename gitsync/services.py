@@ -30,6 +30,7 @@ from django.utils.translation import gettext_lazy as _
 
 from gitsync import selectors
 from gitsync.models import Commit, CommitFile, KnowledgeSource, Repository, TreeFile, WebhookDelivery
+from gitsync.signals import repository_synced
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
@@ -40,7 +41,6 @@ from gitsync.sources import (
     split_credential,
     validate_source,
 )
-from knowledge import importers
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,8 @@ class SyncReport:
     removed: int = 0
     head: str = ""
     message: str = ""
-    # What the knowledge sources' import did: created, updated, skipped, failed, deleted.
+    # What the receivers of repository_synced did: knowledge's import of the repository's knowledge
+    # sources (created, updated, skipped, failed, deleted).
     knowledge: dict[str, int] = field(default_factory=dict)
 
 
@@ -255,8 +256,9 @@ def repository_delete(*, repository: Repository) -> None:
 
 def clone_options(url: str) -> list[str]:
     """How a sync clones ``url`` (bare, besides): a repository on this machine has its object files
-    copied, never hard-linked, which is much cheaper than git's transport packing them anew (see
-    bench/gitsync.py), blobs included; a remote is cloned without blobs, since commits and trees are all a sync reads."""
+    copied, never hard-linked, blobs included: copying files is I/O alone, where git's transport would
+    compress every object into a pack anew. A remote is cloned without blobs, since commits and trees are
+    all a sync reads."""
     return ["--no-hardlinks"] if url.startswith("/") else ["--filter=blob:none"]
 
 
@@ -427,7 +429,13 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
                 state["older_commits"] = _older_commits(clone, head, since) if horizon else 0
             Repository.objects.filter(pk=repository.pk).update(**state)
         report.removed, report.head = len(gone), head
-        report.knowledge = _knowledge_sync(clone, repository, head)
+        # What the apps above do after a sync (knowledge imports the repository's knowledge sources), in
+        # the sync's lock: a receiver may answer counts, which the report adds up.
+        for _receiver, counts in repository_synced.send(
+            sender=Repository, repository=repository, clone=clone, head=head
+        ):
+            for kind, count in (counts or {}).items():
+                report.knowledge[kind] = report.knowledge.get(kind, 0) + count
     except (
         git.GitCommandError,
         git.InvalidGitRepositoryError,
@@ -465,7 +473,8 @@ def _ingest(clone: git.Repo, repository: Repository, *, walk: list[str], shas: s
     files; returns how many were stored.
 
     git's walk, the parse and the database's COPY run side by side: a thread reads and parses git's
-    output while this one writes the batches parsed so far (bench/gitsync.py).
+    output while this one writes the batches parsed so far, so that the parse's CPU overlaps the
+    database's writes instead of adding to them.
     """
     added = 0
     with _git_log(clone, walk=walk, shas=shas) as batches, connection.cursor() as cursor:
@@ -633,62 +642,10 @@ def knowledge_source_remove(*, source: KnowledgeSource) -> None:
     source.delete()
 
 
-def _source_key(repository: Repository, key: str) -> str:
-    # Every item a repository's sources import is known by this prefix and its path (and "#section").
-    return f"git:{repository.pk}:{key}"
-
-
-def _knowledge_sync(clone: git.Repo, repository: Repository, head: str) -> dict[str, int]:
-    """Import what changed under the repository's knowledge sources since the last sync; delete (through
-    the item delete service) the items of files and sections that are gone. Only changed files' blobs
-    are read, which a blob-less clone fetches as they are asked for."""
-    from knowledge import services as knowledge
-
-    totals = {"created": 0, "updated": 0, "skipped": 0, "failed": 0, "deleted": 0}
-    for source in repository.knowledge_sources.all():
-        folder = source.path.endswith("/")
-        listing = clone.git.ls_tree("-r", "-z", "--full-tree", head, "--", source.path.rstrip("/"))
-        blobs = {}
-        for entry in listing.split("\x00"):
-            meta, _tab, path = entry.partition("\t")
-            if path and meta.split()[1:2] == ["blob"] and (folder or path == source.path):
-                if importers.file_format(path) or not folder:
-                    blobs[path] = meta.split()[2]
-        changed = {path: sha for path, sha in blobs.items() if source.imported.get(path) != sha}
-        gone = [path for path in source.imported if path not in blobs]
-        by_format: dict[str, list] = {}
-        dates = last_commit_dates(clone, head, source.path.rstrip("/")) if changed else {}
-        for path, sha in changed.items():
-            format = importers.file_format(path) or "markdown"
-            data = clone.odb.stream(bytes.fromhex(sha)).read()
-            for record in importers.file_records(format=format, path=path, data=data):
-                key = record.key if record.key.startswith(f"{path}#") else path
-                record = importers.dated(record, dates.get(path), "git-commit")
-                by_format.setdefault(format, []).append(
-                    record._replace(key=_source_key(repository, key), ref=f"{path}@{head}")
-                )
-        for format, records in by_format.items():
-            report = knowledge.items_import(
-                records=records,
-                default_project=repository.project,
-                projects_by_slug={repository.project.slug: repository.project},
-                format=format,
-            )
-            for kind in totals:
-                totals[kind] += getattr(report, kind)
-            if report.errors:
-                logger.warning(
-                    "knowledge source %s of repository %s: %s", source.path, repository.pk, report.errors
-                )
-        records = [record for batch in by_format.values() for record in batch]
-        # A file that cannot be read this time (broken frontmatter) keeps its items until it can.
-        unreadable = {r.file for r in records if isinstance(r.value, ValidationError)}
-        kept = {record.key for record in records}
-        totals["deleted"] += _delete_gone(
-            repository, [p for p in [*changed, *gone] if p not in unreadable], kept
-        )
-        KnowledgeSource.objects.filter(pk=source.pk).update(imported=blobs)
-    return totals
+def knowledge_source_imported(*, source: KnowledgeSource, blobs: dict[str, str]) -> None:
+    """Record what a sync's import of ``source`` read: its files and their blobs (path -> sha), so that
+    the next sync imports only what changed."""
+    KnowledgeSource.objects.filter(pk=source.pk).update(imported=blobs)
 
 
 def last_commit_dates(clone: git.Repo, head: str, pathspec: str) -> dict[str, datetime]:
@@ -708,20 +665,6 @@ def last_commit_dates(clone: git.Repo, head: str, pathspec: str) -> dict[str, da
             if path and path not in dates:  # the log runs newest first
                 dates[path] = when
     return dates
-
-
-def _delete_gone(repository: Repository, paths: list[str], kept: set[str]) -> int:
-    """Delete the items of ``paths`` (files read again, or deleted) that their file no longer holds."""
-    from knowledge import services as knowledge
-    from knowledge.selectors import sourced_items
-
-    deleted = 0
-    keys = [_source_key(repository, path) for path in paths]
-    for item in sourced_items(project=repository.project, keys=keys):
-        if item.source.key not in kept:
-            knowledge.item_delete(item=item)
-            deleted += 1
-    return deleted
 
 
 FILE_NOT_SYNCED = _("{path} is not in the last synced tree of {repository}.")

@@ -11,3 +11,4 @@ class KnowledgeConfig(AppConfig):
         # embedding's threads and the other processes already hold the cores, and BLAS's own threads
         # would only wait for them, far longer than the product takes.
         threadpool_limits(1, user_api="blas")
+        from knowledge import receivers  # noqa: F401  (connects them)

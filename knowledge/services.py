@@ -38,6 +38,7 @@ from knowledge.models import (
     embedded_text,
     normalize_tag,
 )
+from knowledge.signals import import_queued, items_pending
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -191,11 +192,9 @@ def _save_passages(items: list[KnowledgeItem], written: list[Passage] | None, *,
 
 
 def _queue_embedding(item_ids: list[int]) -> None:
-    from knowledge.tasks import embed_items
-
     def send() -> None:
         try:
-            embed_items.delay(item_ids)
+            items_pending.send(sender=KnowledgeItem, item_ids=item_ids)
         except Exception:  # the broker is down: the beat sweep of pending items will find them
             logger.exception("could not queue embedding of items %s", item_ids)
 
@@ -664,7 +663,7 @@ class _ImportPlan:
     def run(self, batches: Iterable[list[tuple[Record, KnowledgeItem]]]) -> None:
         # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
         # writes the batch before it: ingest runs at the model's pace, not the model's plus the database's.
-        embedding: tuple[list, Future] | None = None
+        embedding: tuple[list, list, Future] | None = None
         with ThreadPoolExecutor(max_workers=1) as pool:
             for batch in batches:
                 fresh = self._classify(batch)
@@ -1017,11 +1016,10 @@ class ImportNotQueued(ApplicationError):
 def _queue_import(job: ImportJob, *, undo: Callable[[], object]) -> None:
     """Send ``job`` to a worker once its row is committed; if the broker refuses it, ``undo`` what made
     it queued (the row is never left queued with no message behind it) and raise ImportNotQueued."""
-    from knowledge.tasks import run_import
 
     def send() -> None:
         try:
-            run_import.delay(job.pk)
+            import_queued.send(sender=ImportJob, job_id=job.pk)
         except Exception as exc:  # any broker failure: kombu's, a full or read-only disk, a refused socket
             logger.exception("import job %s could not be queued", job.pk)
             undo()

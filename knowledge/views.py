@@ -25,7 +25,7 @@ from accounts.selectors import (
     projects_for,
 )
 from accounts.services import SECRET_PREFIX
-from accounts.views import key_snippets
+from accounts.snippets import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
 from knowledge import importers, selectors, services

@@ -1,7 +1,7 @@
 """Who an MCP call comes from and what it may reach: the REST API's keys, scopes and project rules.
 
 Nothing here decides access anew. A ``Caller`` carries the API key the way a DRF request does
-(``user`` and ``auth``), so ``contextforge.api.access``'s helpers answer for MCP exactly as they do for REST.
+(``user`` and ``auth``), so ``accounts.access``'s helpers answer for MCP exactly as they do for REST.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from rest_framework import exceptions
 
+from accounts.access import ensure_may, request_project, request_projects
 from accounts.authentication import INVALID_KEY
 from accounts.models import ApiKey, Project
 from accounts.permissions import MISSING_SCOPE
 from accounts.services import api_key_authenticate
-from contextforge.api.access import ensure_may, request_project, request_projects
 
 MISSING_KEY = (
     "Authentication required: send 'Authorization: Bearer <API key>' (stdio: set CONTEXTFORGE_API_KEY)."

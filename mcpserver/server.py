@@ -23,8 +23,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf_exceptions
 
+from accounts.access import PROJECT_REQUIRED
 from contextforge.api import ApplicationError
-from contextforge.api.access import PROJECT_REQUIRED
 from contextforge.history import MCP, history_context, writes
 from knowledge import embeddings
 from knowledge.api.serializers import (

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from tasks import services as task_services
+from tasks.models import Task
 from tests.knowledge.factories import make_item
 
 pytestmark = pytest.mark.django_db
@@ -104,7 +105,10 @@ def test_the_api_docs_load_swagger_ui_from_this_site_only(client):
 def test_a_dashboard_form_posted_without_its_csrf_token_is_refused(cast):
     client = Client(enforce_csrf_checks=True)
     client.force_login(cast.owner)
-    response = client.post("/dashboard/tasks/create/", {"title": "Forged", "project": cast.project.pk})
+    # A form that would create the task, but for its token.
+    form = {"title": "Forged", "project": cast.project.pk, "status": "pending", "priority": "medium"}
+    response = client.post("/dashboard/tasks/create/", form)
+    assert not Task.objects.exists()
     assert response.status_code == 403
 
 

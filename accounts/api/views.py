@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import selectors, services
+from accounts.access import ensure_may, request_projects
 from accounts.api import serializers as s
 from accounts.models import Membership, Project, Scope
-from contextforge.api.access import ensure_may, request_projects
 from contextforge.api.validation import validated
 
 BOUND_KEY_CANNOT_CREATE = _("This key is bound to one project: create projects with a key that is not.")

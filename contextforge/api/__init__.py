@@ -1,7 +1,7 @@
-"""The API plumbing every app shares, under public names: what a request's key may reach (``access``),
-the domain error (``exceptions``), the exception handler and error pages (``errors``), input fields
-(``fields``), body parsers (``parsers``), input validation (``validation``) and pagination
-(``pagination``)."""
+"""The API plumbing every app shares, under public names: the domain error (``exceptions``), the
+exception handler and error pages (``errors``), input fields (``fields``), body parsers (``parsers``),
+input validation (``validation``) and pagination (``pagination``). What a request's key may reach is
+the accounts app's (``accounts.access``)."""
 
 from __future__ import annotations
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.utils.translation import gettext as _
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from contextforge.api.exceptions import ApplicationError
 from contextforge.api.parsers import BODY_TOO_LARGE
+
+# Paths whose callers are programs: every answer is JSON.
+MACHINE_PREFIXES = ("/api/", "/mcp")
 
 
 def exception_handler(exc, context):
@@ -69,28 +73,18 @@ def add_error_responses(result, generator, request, public):
 
 
 def _json_error(request, status_code: int, message: str, fallback):
-    from django.http import JsonResponse
-
-    from contextforge.middleware import MACHINE_PREFIXES
-
     if request.path.startswith(MACHINE_PREFIXES):
         return JsonResponse({"detail": message}, status=status_code)
     return fallback
 
 
 def handler404(request, exception=None):
-    from django.views import defaults
-
     return _json_error(request, 404, _("Not found."), None) or defaults.page_not_found(request, exception)
 
 
 def handler500(request):
-    from django.views import defaults
-
     return _json_error(request, 500, _("Server error."), None) or defaults.server_error(request)
 
 
 def handler400(request, exception=None):
-    from django.views import defaults
-
     return _json_error(request, 400, _("Bad request."), None) or defaults.bad_request(request, exception)

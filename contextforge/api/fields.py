@@ -22,7 +22,7 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         if error := text_error(data):
-            raise serializers.ValidationError(error)
+            raise serializers.ValidationError(str(error))
         return super().to_internal_value(data)
 
 

@@ -12,8 +12,8 @@ from rest_framework import permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import request_project, request_projects
 from contextforge.api import ApplicationError
-from contextforge.api.access import request_project, request_projects
 from contextforge.api.parsers import RawBodyParser
 from contextforge.api.validation import validated
 from gitsync import selectors, services

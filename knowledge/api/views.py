@@ -11,9 +11,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import ensure_may, projects_named, request_project, request_projects
 from accounts.selectors import key_projects
 from contextforge.api import ApplicationError
-from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.params import query_flag
 from contextforge.api.parsers import BODY_TOO_LARGE, RawBodyParser
 from contextforge.api.validation import validated

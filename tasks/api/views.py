@@ -7,8 +7,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
-from contextforge.api.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api.params import query_choice
 from contextforge.api.validation import validated
 from knowledge import selectors as knowledge_selectors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import pytest
 
@@ -17,15 +18,29 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls in the test are still sync.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+@contextmanager
+def async_unsafe_allowed():
+    """Django's async-safety guard stood down, and put back as it was."""
+    saved = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = saved
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    """One Chromium for the browser tests, closed when they are done. Playwright's sync API keeps an
+    event loop running in this thread while it is open, and the tests' ORM calls are sync: Django's
+    async-safety guard stands down for that time only, not for the rest of the suite."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
+    with async_unsafe_allowed(), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()

@@ -45,7 +45,10 @@ def test_turn_a_wish_into_a_task_and_back(cast, live_server, page):
     assert "Monthly, in src/lib/auth.ts." in page.inner_text("article")
 
     page.goto(f"{live_server.url}/dashboard/search/?q=rotate+JWT+keys")
+    # The search page itself, its query searched: the wish, now a task, is no longer in memory.
+    assert page.inner_text("h1") == "Search" and page.input_value("#id_q") == "rotate JWT keys"
     assert page.locator("ol.hits li.hit").count() == 0
+    assert "Nothing matched." in page.inner_text("#results")
 
     page.goto(f"{live_server.url}/dashboard/tasks/{task.pk}/")
     page.once("dialog", lambda dialog: dialog.accept())

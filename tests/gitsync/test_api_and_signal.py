@@ -18,6 +18,7 @@ from gitsync import services
 from gitsync.models import Commit, Repository
 from knowledge.ranking import search
 from tests.conftest import api_client_for
+from tests.gitsync.conftest import waiting_messages
 from tests.knowledge.factories import make_item
 
 
@@ -90,16 +91,16 @@ def _push(client, repository, body: bytes, **headers):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_signed_push_webhook_queues_a_sync_and_a_bad_signature_queues_nothing(cast, source, celery_broker):
+def test_a_signed_push_webhook_queues_a_sync_and_a_bad_signature_queues_nothing(cast, source, sync_queue):
     repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
     body = json.dumps({"ref": "refs/heads/main"}).encode()
     client = APIClient()
     assert _push(client, repository, body, HTTP_X_HUB_SIGNATURE_256="sha256=" + "0" * 64).status_code == 403
     assert _push(client, repository, body, HTTP_X_GITLAB_TOKEN="wrong").status_code == 403
     assert _push(client, repository, body).status_code == 403
+    assert waiting_messages() == 0  # nothing was queued by the refused calls
+    assert Repository.objects.get(pk=repository.pk).sync_queued_at is None
     with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-        time.sleep(1)
-        assert Commit.objects.count() == 0  # nothing was queued by the refused calls
         good = "sha256=" + hmac.new(repository.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
         assert _push(client, repository, body, HTTP_X_HUB_SIGNATURE_256=good).status_code == 202
         assert wait_for(lambda: Commit.objects.filter(repository=repository).count() == 3)
@@ -200,12 +201,14 @@ def test_the_repository_page_shows_recent_commits_and_the_most_touched_files(cas
 
 
 @pytest.mark.django_db
-def test_the_admin_lists_repositories_and_syncs_now(cast, source, admin_client, celery_broker):
+def test_the_admin_lists_repositories_and_syncs_now(cast, source, admin_client, sync_queue):
     repository = services.repository_create(project=cast.project, name="app", url=str(source.path))
     page = admin_client.get("/admin/gitsync/repository/")
     assert page.status_code == 200 and b"never synced" in page.content
     response = admin_client.post(
-        "/admin/gitsync/repository/", {"action": "sync_now", "_selected_action": [repository.pk]}
+        "/admin/gitsync/repository/", {"action": "sync_now", "_selected_action": [repository.pk]}, follow=True
     )
-    assert response.status_code == 302
-    assert Repository.objects.get(pk=repository.pk).last_error == ""
+    assert "Queued 1 sync(s)." in [str(message) for message in response.context["messages"]]
+    # The sync waits in the broker for a worker, and the repository is marked as having one waiting.
+    assert waiting_messages() == 1
+    assert Repository.objects.get(pk=repository.pk).sync_queued_at is not None

@@ -62,8 +62,8 @@ _BASE: list[np.ndarray] = []
 
 
 def fill(project, count: int, *, seed: int) -> None:
-    """``count`` items whose vectors are real embeddings of generated notes, slightly perturbed (as
-    bench/search.py grows its data): many items for the price of a few model calls."""
+    """``count`` items whose vectors are real embeddings of generated notes, slightly perturbed (as the
+    search benchmark grows its data): many items for the price of a few model calls."""
     if not _BASE:
         _BASE.extend(embeddings.embed_texts([f"{n['title']}\n{n['content']}" for n in notes(40, 9)]))
     rng = np.random.default_rng(seed)

@@ -1,4 +1,5 @@
-"""The signals and the formula against the numbers in ../shared/spec/search-ranking.en.txt."""
+"""The signals and the formula against the ranking specification's own numbers (recency halving every
+60 days, weights 0.15 and 0.20, the 0.7 proposal penalty, the cap at 1)."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -32,16 +32,21 @@ def in_thread(call) -> tuple[threading.Thread, list]:
     return thread, result
 
 
-def wait_for_lock_wait(thread: threading.Thread, timeout: float = 10) -> None:
-    """Return once a database session waits for a lock (the request in ``thread`` has read the row and
-    waits for the lock this one holds), or the thread has ended."""
+def waits_on_my_lock(thread: threading.Thread, timeout: float = 10) -> bool:
+    """True once another database session is blocked by a lock this session holds while ``thread`` (the
+    request that read the row) still runs; False if the thread ended or ``timeout`` passed first."""
     deadline = time.monotonic() + timeout
     with connection.cursor() as cursor:
         while thread.is_alive() and time.monotonic() < deadline:
-            cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)")
+            # pg_locks, not pg_stat_activity: that one is a snapshot kept until this transaction ends.
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted"
+                " AND pg_backend_pid() = ANY(pg_blocking_pids(pid)))"
+            )
             if cursor.fetchone()[0]:
-                return
+                return thread.is_alive()
             time.sleep(0.02)
+    return False
 
 
 def test_two_back_to_memory_calls_at_once_answer_200_and_404(cast):
@@ -65,7 +70,7 @@ def test_a_back_to_memory_waiting_on_a_delete_gets_404(cast):
     with transaction.atomic():
         Task.objects.select_for_update().get(pk=task.pk)  # another request holds the task
         thread, result = in_thread(lambda: client.post(f"/api/v1/tasks/{task.pk}/back-to-memory/"))
-        wait_for_lock_wait(thread)  # the request has read the task and waits for its lock
+        assert waits_on_my_lock(thread)  # the request has read the task and waits for its lock
         services.task_delete(task=task, wish="restore")
     thread.join(30)
     assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
@@ -79,7 +84,7 @@ def test_a_task_patch_waiting_on_a_delete_gets_404(cast):
         thread, result = in_thread(
             lambda: client.patch(f"/api/v1/tasks/{task.pk}/", {"status": "done"}, format="json")
         )
-        wait_for_lock_wait(thread)
+        assert waits_on_my_lock(thread)
         services.task_delete(task=task)
     thread.join(30)
     assert result[0].status_code == 404
@@ -93,7 +98,7 @@ def test_an_item_patch_waiting_on_a_delete_gets_404(cast):
         thread, result = in_thread(
             lambda: client.patch(f"/api/v1/items/{item.pk}/", {"tags": ["billing"]}, format="json")
         )
-        wait_for_lock_wait(thread)
+        assert waits_on_my_lock(thread)
         KnowledgeItem.objects.filter(pk=item.pk).delete()
     thread.join(30)
     assert result[0].status_code == 404 and result[0]["Content-Type"] == "application/json"
