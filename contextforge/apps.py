@@ -9,3 +9,4 @@ class ContextForgeConfig(AppConfig):
         from contextforge import redaction
 
         redaction.install()
+        from contextforge.api import schema  # noqa: F401  (registers the schema extension)

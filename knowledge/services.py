@@ -1157,6 +1157,8 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
         fields.update(status=ImportJob.Status.FAILED, result=exc.report.summary(), error=error)
     except ValidationError as exc:
         fields.update(status=ImportJob.Status.FAILED, error=" ".join(exc.messages), payload=b"")
+    except ApplicationError as exc:  # more rows than the limit allows now: refused before any write
+        fields.update(status=ImportJob.Status.FAILED, error=exc.message, payload=b"")
     else:
         fields.update(status=ImportJob.Status.DONE, result=report.summary(), payload=b"")
     fields["finished_at"] = timezone.now()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.models import Invitation, Membership, Project, Role
@@ -19,11 +20,24 @@ class ProjectOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+# What the server reads as a task-id prefix: trimmed of whitespace (as str.strip() trims it), then 1 to 10
+# letters or digits starting with a letter, upper-cased.
+PYTHON_SPACE = (
+    "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+TASK_PREFIX_PATTERN = f"^{PYTHON_SPACE}*[A-Za-z][A-Za-z0-9]{{0,9}}{PYTHON_SPACE}*$"
+
+
+@extend_schema_field({"type": "string", "pattern": TASK_PREFIX_PATTERN})
+class TaskPrefixField(StrictCharField):
+    pass
+
+
 class ProjectCreateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200)
     slug = serializers.SlugField(max_length=100, required=False, help_text="Made from the name if left out.")
     description = StrictCharField(required=False, allow_blank=True, max_length=10_000)
-    task_prefix = StrictCharField(
+    task_prefix = TaskPrefixField(
         required=False, max_length=10, help_text="AUTH gives task ids like AUTH-12."
     )
 
@@ -31,7 +45,7 @@ class ProjectCreateInputSerializer(InputSerializer):
 class ProjectUpdateInputSerializer(InputSerializer):
     name = StrictCharField(max_length=200, required=False)
     description = StrictCharField(required=False, allow_blank=True, max_length=10_000)
-    task_prefix = StrictCharField(required=False, max_length=10)
+    task_prefix = TaskPrefixField(required=False, max_length=10)
 
 
 class MemberOutputSerializer(serializers.ModelSerializer):

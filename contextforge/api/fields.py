@@ -6,10 +6,15 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
-from contextforge.text import text_error
+from contextforge.text import spoofing_error, text_error
 
 NOT_A_STRING = _("Must be a string.")
 TAGS_FIELD_HELP = "Tags; an item tagged 'test' is left out of searches unless the search asks for 'test'."
+
+
+# What the schema says such text may hold (contextforge/api/schema.py adds it as a ``pattern``).
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+NAME_PATTERN = "^[^\\u0000\\u202a-\\u202e\\u2066-\\u2069\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 
 
 class StrictCharField(serializers.CharField):
@@ -17,6 +22,7 @@ class StrictCharField(serializers.CharField):
     PostgreSQL cannot store."""
 
     default_error_messages = {"invalid": NOT_A_STRING}
+    schema_pattern: str | None = NO_NUL_PATTERN
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
@@ -26,10 +32,23 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class NameField(StrictCharField):
+    """A StrictCharField for what people read as a name (a title, a tag): no bidirectional override or
+    isolate and no noncharacter either (contextforge.text.spoofing_error)."""
+
+    schema_pattern = NAME_PATTERN
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if error := spoofing_error(value):
+            raise serializers.ValidationError(error)
+        return value
+
+
 def tags_field(**kwargs) -> serializers.ListField:
     """A list of tags, each a non-blank string, within the settings' limits."""
     return serializers.ListField(
-        child=StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH, allow_blank=False),
+        child=NameField(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH, allow_blank=False),
         max_length=settings.CONTEXTFORGE_MAX_TAGS,
         help_text=TAGS_FIELD_HELP,
         **kwargs,

@@ -6,7 +6,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from contextforge.api.fields import StrictCharField, tags_field
+from contextforge.api.fields import NameField, StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
 from knowledge import selectors
@@ -37,7 +37,7 @@ class ItemOutputSerializer(serializers.ModelSerializer):
 
 
 class ItemCreateInputSerializer(InputSerializer):
-    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
     content = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False)
     tags = tags_field(required=False, default=list)
     project = serializers.SlugField(
@@ -46,7 +46,7 @@ class ItemCreateInputSerializer(InputSerializer):
 
 
 class ItemUpdateInputSerializer(InputSerializer):
-    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
+    title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
     content = StrictCharField(
         max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False, required=False
     )

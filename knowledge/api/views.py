@@ -35,6 +35,7 @@ IF_MATCH = OpenApiParameter(
     "If-Match",
     str,
     location=OpenApiParameter.HEADER,
+    pattern=r'^[ \t]*(\*|(W/)?"*[0-9]+"*)?[ \t]*$',
     description="The item's ETag as you read it: the change is made only if it is still the current "
     "version (412 otherwise). Without it the last write wins, and history keeps both versions.",
 )
@@ -52,7 +53,7 @@ def expected_version(request) -> int | None:
     if not header or header == "*":
         return None
     value = header.removeprefix("W/").strip('"')
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise ApplicationError(IF_MATCH_INVALID, field="If-Match")
     return int(value)
 
@@ -306,7 +307,11 @@ class ItemImportApi(APIView):
         ],
         request={
             # Each line is validated alone (a bad one fails alone), so the body is any array of objects.
-            "application/json": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+            # An array of item objects, or items one per line (JSON Lines sent as JSON): anything that is
+            # not an item object is reported failed on its line, not refused.
+            "application/json": {
+                "description": "An array of items, or items one per line; what is not an item fails alone."
+            },
             "application/x-ndjson": OpenApiTypes.STR,
         },
         responses={200: s.ImportOutputSerializer, **COMMON_ERRORS},

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from contextforge.api.fields import StrictCharField, tags_field
+from contextforge.api.fields import NameField, StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
 from tasks.models import Comment, Priority, Status, Task
 
@@ -41,7 +41,7 @@ class TaskOutputSerializer(serializers.ModelSerializer):
 
 
 class TaskUpdateInputSerializer(InputSerializer):
-    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
+    title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
     description = StrictCharField(
         max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH,
         allow_blank=True,
@@ -61,7 +61,7 @@ class TaskUpdateInputSerializer(InputSerializer):
 
 
 class TaskCreateInputSerializer(TaskUpdateInputSerializer):
-    title = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
     project = serializers.SlugField(
         required=False, help_text="Project slug; optional when the API key is bound to one project."
     )

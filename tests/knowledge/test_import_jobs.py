@@ -234,3 +234,16 @@ def test_a_job_that_beats_is_left_running_and_one_never_started_is_failed_after_
     assert tasks.fail_stale_imports() == 1
     assert [ImportJob.objects.get(pk=j.pk).status for j in jobs] == ["running", "queued", "failed"]
     assert "fail-stale-imports" in settings.CELERY_BEAT_SCHEDULE
+
+
+def test_a_job_over_a_row_limit_lowered_since_it_was_queued_fails_naming_it_and_writes_nothing(
+    cast, settings
+):
+    data = b"title,content\nA,1\nB,2\nC,3\n"
+    job = services.import_job_create(project=cast.project, format="csv", name="a.csv", data=data, queue=False)
+    ImportJob.objects.filter(pk=job.pk).update(status="queued")
+    settings.CONTEXTFORGE_IMPORT_MAX_ROWS = 2
+    job = services.import_job_run(job=job)
+    job.refresh_from_db()
+    assert job.status == "failed" and "CONTEXTFORGE_IMPORT_MAX_ROWS" in job.error
+    assert not KnowledgeItem.objects.exists()
