@@ -46,6 +46,9 @@ class Repository(models.Model):
     older_commits = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # "syncing", "queued" or "": set on the rows selectors.with_progress returns (not a column).
+    progress: str
+
     class Meta:
         verbose_name = _("repository")
         verbose_name_plural = _("repositories")

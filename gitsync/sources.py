@@ -108,7 +108,7 @@ def remote_of(url: str) -> Remote | None:
         scheme = parts.scheme.lower()
         return Remote(
             scheme,
-            parts.hostname.lower(),
+            (parts.hostname or "").lower(),
             parts.port or DEFAULT_PORTS[scheme],
             f"{url.split('://')[0]}://{parts.netloc}/",
         )
@@ -169,7 +169,7 @@ def remote_addresses(url: str, *, allowed_networks: list[str], unresolved_ok: bo
             if unresolved_ok:
                 return []
             raise ValidationError({"url": str(UNRESOLVED)}) from None
-        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in found))
+        addresses = list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found))
     if not all(address_allowed(address, allowed_networks) for address in addresses):
         raise ValidationError({"url": str(ADDRESS_REFUSED)})
     return [str(address) for address in addresses]

@@ -153,7 +153,7 @@ def knowledge_source_add(request, pk: int):
             return redirect("gitsync:repository", pk=repository.pk)
     for errors in form.errors.values():
         for error in errors:
-            messages.error(request, error)
+            messages.error(request, str(error))
     return redirect("gitsync:repository", pk=repository.pk)
 
 

@@ -278,7 +278,8 @@ def activity(request):
     if form.is_bound:
         filters = form.cleaned_data if form.is_valid() else {}
     else:  # a first visit shows the current project's activity, as its filter says
-        filters = {"project": projects.filter(pk=initial.get("project")).first()}
+        current = initial.get("project")
+        filters = {"project": projects.filter(pk=current).first() if current else None}
     chosen = filters.get("project")
     versions = selectors.project_activity(
         projects=[chosen] if chosen else projects,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils.translation import gettext_lazy as _
 from rest_framework import pagination
+from rest_framework.request import Request
 
 from contextforge.api.exceptions import ApplicationError
 
@@ -18,24 +21,24 @@ class LimitOffsetPagination(pagination.LimitOffsetPagination):
 
     max_limit = MAX_PAGE_SIZE
 
-    def get_limit(self, request):
+    def get_limit(self, request: Request) -> int | None:
         if self.limit_query_param in request.query_params:
             count(request, self.limit_query_param, minimum=1)
         return super().get_limit(request)
 
-    def get_offset(self, request):
+    def get_offset(self, request: Request) -> int:
         if self.offset_query_param in request.query_params:
             return count(request, self.offset_query_param, minimum=0)
         return 0
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             parameter["schema"]["minimum"] = 1 if parameter["name"] == self.limit_query_param else 0
         return parameters
 
 
-def count(request, name: str, *, minimum: int) -> int:
+def count(request: Request, name: str, *, minimum: int) -> int:
     value = request.query_params.get(name, "")
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
         raise ApplicationError(NOT_A_COUNT.format(min=minimum), field=name)

@@ -137,7 +137,7 @@ def file_records(*, format: str, path: str, data: bytes, root: str = "") -> list
         return [text]
     if format == "markdown":
         return markdown.parse(path, text, root)
-    return PARSERS[format](path, text)
+    return list(PARSERS[format](path, text))
 
 
 PARSERS = {"agent-memory": agent_memory.parse, "adr": adr.parse, "csv": spreadsheet.parse, "mem0": mem0.parse}
