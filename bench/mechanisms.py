@@ -88,7 +88,7 @@ def main() -> dict:
     on, off = p50_pair(ranked(large), unscreened, queries)
     out["int8_screen"] = {"on_p50_ms": on, "off_p50_ms": off}
 
-    # A narrow filter's matches ranked alone (the copy masked to them) against each chunk checked.
+    # A narrow filter's matches ranked alone (the copy cut down to them) against each chunk checked.
     def checked(q: str) -> None:
         masked_max, streams.MASKED_MAX = streams.MASKED_MAX, -1
         try:

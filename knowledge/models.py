@@ -94,11 +94,11 @@ class KnowledgeItem(models.Model):
     is_proposal = models.BooleanField(default=False, editable=False)
     # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in. No
     # vector index: ranking scans exactly (PostgreSQL for small projects, an in-memory copy for large
-    # ones), and an HNSW index slowed every insert of a bulk import (knowledge/ranking/matrix.py).
+    # ones), and an HNSW index slowed every insert of a bulk import (knowledge/ranking/memory.py).
     embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS, null=True, editable=False)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
     # Set by a database trigger to the id of the transaction that last wrote the row: how a process's
-    # in-memory copy of a large project's items catches up (knowledge/ranking/matrix.py).
+    # in-memory copy of a large project's items catches up (knowledge/ranking/memory.py).
     version = models.BigIntegerField(null=True, editable=False)
     # SHA-256 of title + "\n" + content: how an import recognises an item it already holds.
     content_hash = models.CharField(max_length=64, editable=False)

@@ -221,7 +221,7 @@ class MemoryStream:
                 )
                 few = cursor.fetchone()[0]
             if len(few) <= MASKED_MAX:
-                snapshots, check = memory.masked(snapshots, np.array(few, dtype=np.int64)), None
+                snapshots, check = memory.narrowed(snapshots, np.array(few, dtype=np.int64)), None
         screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
         for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
             if check is None:

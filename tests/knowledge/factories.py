@@ -22,20 +22,19 @@ def make_item(
             updated_at=updated_at or item.updated_at, created_at=created_at or updated_at or item.created_at
         )
         item.refresh_from_db()
-    give_passages([item])
     return item
 
 
-def give_passages(items, vectors_of=None, *, again: bool = False) -> None:
+def give_passages(items, vectors_of=None) -> None:
     """Passages for embedded ``items`` that have none (as the passages migration gives them: one, the whole
     content, the item's vector); with ``vectors_of(item)``, the list of vectors of its passages, which cut
-    the content in that many equal spans; ``again``, after an edit. Written with the item row, so in-memory copies see the change."""
+    the content in that many equal spans. Written with the item row, so in-memory copies see the change."""
     from django.db import transaction
 
     from knowledge.models import Passage
 
     for item in items:
-        if item.embedding is None or (vectors_of is None and not again and item.passages.exists()):
+        if item.embedding is None or (vectors_of is None and item.passages.exists()):
             continue
         vectors = [item.embedding] if vectors_of is None else vectors_of(item)
         step = len(item.content) // len(vectors)
