@@ -271,4 +271,6 @@ def report(r: dict) -> None:
 
 
 if __name__ == "__main__":
-    report(main())
+    result = main()
+    if "figures" in result:  # not after --stages-only
+        report(result)
