@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 import dj_email_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
@@ -394,7 +395,18 @@ CONTEXTFORGE_PENDING_EMBED_MINUTES = env_int("CONTEXTFORGE_PENDING_EMBED_MINUTES
 # Items in the trash longer than this are purged for good by beat.
 CONTEXTFORGE_TRASH_DAYS = env_int("CONTEXTFORGE_TRASH_DAYS", 30, minimum=1)
 
+# Backups (manage.py backup, and beat nightly at CONTEXTFORGE_BACKUP_HOUR UTC): this many newest are kept.
+CONTEXTFORGE_BACKUP_DIR = os.environ.get("CONTEXTFORGE_BACKUP_DIR", "")
+CONTEXTFORGE_BACKUP_KEEP = env_int("CONTEXTFORGE_BACKUP_KEEP", 7, minimum=1)
+CONTEXTFORGE_BACKUP_HOUR = env_int("CONTEXTFORGE_BACKUP_HOUR", 3, minimum=0)
+if CONTEXTFORGE_BACKUP_HOUR > 23:
+    raise ImproperlyConfigured(f"CONTEXTFORGE_BACKUP_HOUR must be 0-23, got {CONTEXTFORGE_BACKUP_HOUR}")
+
 CELERY_BEAT_SCHEDULE = {
+    "backup-nightly": {
+        "task": "contextforge.tasks.backup_nightly",
+        "schedule": crontab(hour=CONTEXTFORGE_BACKUP_HOUR, minute=0),
+    },
     "embed-pending-items": {
         "task": "knowledge.tasks.embed_pending_items",
         "schedule": timedelta(minutes=CONTEXTFORGE_PENDING_EMBED_MINUTES),
