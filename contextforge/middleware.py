@@ -28,7 +28,7 @@ from contextforge.history import channel_of, writes
 logger = logging.getLogger(__name__)
 
 # These answer to API keys, webhooks' signatures or nobody; the admin has its own login.
-LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
+LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/metrics", "/static/", "/admin/", "/mcp")
 # Paths whose callers are programs: every answer is JSON.
 MACHINE_PREFIXES = ("/api/", "/mcp")
 # Paths that answer to API keys alone: no session, cookie, CSRF token, message, htmx or login lockout.

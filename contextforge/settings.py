@@ -103,6 +103,7 @@ INSTALLED_APPS = [
 # pass untouched: no session, cookie, CSRF check, message, login requirement, htmx or lockout check. The
 # locale stays on both: the API answers its errors in the request's language.
 MIDDLEWARE = [
+    "contextforge.logs.RequestMiddleware",  # request id, latency histogram, JSON request log
     "django.middleware.security.SecurityMiddleware",
     "contextforge.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -434,10 +435,23 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# /metrics: with a token, only a scrape sending "Authorization: Bearer <token>"; without, loopback only.
+CONTEXTFORGE_METRICS_TOKEN = os.environ.get("CONTEXTFORGE_METRICS_TOKEN", "")
+# text: plain lines; json: one JSON object per line, and a line per request (contextforge/logs.py).
+CONTEXTFORGE_LOG_FORMAT = os.environ.get("CONTEXTFORGE_LOG_FORMAT") or "text"
+if CONTEXTFORGE_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(
+        f"CONTEXTFORGE_LOG_FORMAT must be text or json, got {CONTEXTFORGE_LOG_FORMAT!r}"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "contextforge.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"}
+        | ({"formatter": "json"} if CONTEXTFORGE_LOG_FORMAT == "json" else {})
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
@@ -456,6 +470,9 @@ CONTEXTFORGE_HTTPS = env_bool("CONTEXTFORGE_HTTPS", False)
 if CONTEXTFORGE_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a container's health probe speaks plain http to the port
+    SECURE_REDIRECT_EXEMPT = [
+        r"^healthz$",
+        r"^metrics$",
+    ]  # a container's health probe speaks plain http to the port
     SECURE_HSTS_SECONDS = env_int("CONTEXTFORGE_HSTS_SECONDS", 31_536_000)
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True

@@ -4,7 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.views import ThrottledPasswordResetView
-from contextforge import views
+from contextforge import metrics, views
 
 api_v1 = [
     path("", include("knowledge.api.urls")),
@@ -18,6 +18,7 @@ api_v1 = [
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
