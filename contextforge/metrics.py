@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 TOP_PROJECTS = 20
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
-REGISTRY = CollectorRegistry(auto_describe=True)
+REGISTRY = CollectorRegistry()  # no auto_describe: the collector reads the database only when scraped
 REQUESTS = Histogram(
     "contextforge_request_duration_seconds",
     "Time to answer a request, by route (the resolved URL name), method and status class.",

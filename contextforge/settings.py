@@ -444,6 +444,9 @@ if CONTEXTFORGE_LOG_FORMAT not in ("text", "json"):
         f"CONTEXTFORGE_LOG_FORMAT must be text or json, got {CONTEXTFORGE_LOG_FORMAT!r}"
     )
 
+# A worker's logs go through LOGGING (and its JSON formatter) rather than Celery's own format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = CONTEXTFORGE_LOG_FORMAT != "json"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

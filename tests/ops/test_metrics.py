@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 from django.test import Client
@@ -15,6 +17,7 @@ from contextforge.logs import JsonFormatter
 from gitsync import services as git_services
 from knowledge import services as knowledge_services
 from knowledge.models import ImportJob
+from tests.mcpserver.conftest import child_env
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +104,13 @@ def test_a_request_is_logged_as_one_json_line(cast, owner_api, settings, caplog)
     (line,) = [json.loads(line) for line in caplog.text.splitlines() if line.startswith("{")]
     assert line["request_id"] == response["X-Request-ID"] != "not a token; drop table"
     assert line["route"] == "healthz" and "user" not in line
+
+
+def test_json_logs_are_configured_by_the_environment(tmp_path):
+    env = child_env(CONTEXTFORGE_LOG_FORMAT="json", DJANGO_LOG_LEVEL="INFO")
+    ran = subprocess.run(
+        [sys.executable, "manage.py", "check"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = [json.loads(line) for line in ran.stderr.splitlines() if line.strip()]
+    assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
