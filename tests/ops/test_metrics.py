@@ -16,7 +16,7 @@ from contextforge import metrics
 from contextforge.logs import JsonFormatter
 from gitsync import services as git_services
 from knowledge import services as knowledge_services
-from knowledge.models import ImportJob
+from knowledge.models import ImportJob, KnowledgeItem
 from tests.mcpserver.conftest import child_env
 
 pytestmark = pytest.mark.django_db
@@ -47,9 +47,8 @@ def test_metrics_after_a_search(cast, owner_api, settings, tmp_path, monkeypatch
     for title in ("Deploys go out on Tuesdays", "The release train leaves weekly"):
         knowledge_services.item_create(project=cast.project, title=title, content=title)
     knowledge_services.item_create(project=cast.other_project, title="Elsewhere", content="Another team.")
-    settings.CONTEXTFORGE_EMBEDDING_MODEL = "/nonexistent/model"  # this one waits for its embedding
-    knowledge_services.item_create(project=cast.project, title="Pending", content="Not embedded yet.")
-    settings.CONTEXTFORGE_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+    pending = knowledge_services.item_create(project=cast.project, title="Pending", content="Not embedded.")
+    KnowledgeItem.objects.filter(pk=pending.pk).update(embedding=None)  # waits for its embedding
     git_services.repository_create(project=cast.project, name="docs", url="https://git.example.com/d.git")
     ImportJob.objects.create(project=cast.project, format="csv", status=ImportJob.Status.FAILED)
 
