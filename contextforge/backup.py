@@ -27,7 +27,6 @@ import psycopg
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
-from psycopg import sql
 
 FORMAT = 1
 PREFIX = "contextforge-backup-"
@@ -143,14 +142,10 @@ def create(*, directory: Path | None = None, target: Target | None = None) -> Pa
     partial = directory / f".{final.name}.partial"
     with tempfile.TemporaryDirectory(dir=directory, prefix=".backup-") as work:
         dump = Path(work) / DUMP
-        ran = subprocess.run(
+        _run(
             [tool("pg_dump", major), "--format=custom", "--no-owner", "--no-privileges", f"--file={dump}"],
-            env=target.env(),
-            capture_output=True,
-            text=True,
+            target,
         )
-        if ran.returncode:
-            raise BackupError(f"pg_dump failed: {ran.stderr.strip()}")
         members = {DUMP: dump}
         data_dir = Path(settings.DATA_DIR)
         for name in DATA_FILES:
@@ -250,11 +245,18 @@ def is_empty(target: Target) -> bool:
     return row[0] == 0
 
 
+def _run(command: list[str], target: Target) -> None:
+    ran = subprocess.run(command, env=target.env(), capture_output=True, text=True)
+    if ran.returncode:
+        raise BackupError(f"{Path(command[0]).name} failed: {ran.stderr.strip()[-2000:]}")
+
+
 def restore(path: Path, *, force: bool = False, target: Target | None = None) -> dict:
     """Restore the backup at ``path`` into the database and the data directory; return its manifest.
 
     Checked before anything is touched: every checksum, the schema version, and (without ``force``) that
-    the database is empty. The database is restored in one transaction: a failure leaves it as it was.
+    the database is empty. The database is restored (its old schema dropped first, with ``force``) in one
+    transaction: a failure leaves it as it was.
     """
     path = Path(path)
     manifest = verify(path)
@@ -268,27 +270,30 @@ def restore(path: Path, *, force: bool = False, target: Target | None = None) ->
     with tempfile.TemporaryDirectory(dir=data_dir, prefix=".restore-") as work:
         with tarfile.open(path, mode="r:") as tar:
             tar.extractall(work, filter="data")
-        if force:
-            with target.connect(autocommit=True) as conn:
-                conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
-                conn.execute("CREATE SCHEMA public")
-                conn.execute(sql.SQL("GRANT ALL ON SCHEMA public TO PUBLIC"))
-        ran = subprocess.run(
+        # pg_restore writes the script whole first (a dump it cannot read stops here, nothing touched);
+        # psql then runs it, after the old schema's drop with --force, in one transaction.
+        script = Path(work) / "restore.sql"
+        _run(
             [
                 tool("pg_restore", major),
                 "--no-owner",
                 "--no-privileges",
-                "--single-transaction",
-                "--exit-on-error",
-                f"--dbname={target.name}",
+                f"--file={script}",
                 str(Path(work) / DUMP),
             ],
-            env=target.env(),
-            capture_output=True,
-            text=True,
+            target,
         )
-        if ran.returncode:
-            raise BackupError(f"pg_restore failed: {ran.stderr.strip()}")
+        replace = (
+            ["-c", "DROP SCHEMA IF EXISTS public CASCADE", "-c", "CREATE SCHEMA public"] if force else []
+        )
+        psql = [
+            tool("psql", major),
+            "--no-psqlrc",
+            "--quiet",
+            "--single-transaction",
+            "--set=ON_ERROR_STOP=1",
+        ]
+        _run([*psql, f"--dbname={target.name}", *replace, f"--file={script}"], target)
         for name in manifest["files"]:
             if not name.startswith("data/"):
                 continue

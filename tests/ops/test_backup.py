@@ -149,6 +149,23 @@ def test_a_restored_database_answers_the_same_searches_with_the_same_history(
     with database(fresh_database):
         assert answers() == before
 
+    # A forced restore that fails halfway (here an index the server refuses) leaves the database as it was.
+    with _connect(fresh_database) as conn:
+        conn.execute("CREATE SCHEMA guard")
+        conn.execute(
+            "CREATE FUNCTION guard.refuse() RETURNS event_trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no index today'; END $$"
+        )
+        conn.execute(
+            "CREATE EVENT TRIGGER refuse_indexes ON ddl_command_end WHEN TAG IN ('CREATE INDEX') "
+            "EXECUTE FUNCTION guard.refuse()"
+        )
+        conn.execute("DELETE FROM tasks_task")  # a change a successful restore would undo
+    with pytest.raises(backup.BackupError, match="no index today"):
+        backup.restore(path, target=target, force=True)
+    with database(fresh_database):
+        assert answers() == before | {"tasks_task": 0}
+
 
 def _damaged(path, tmp_path, how: str):
     data = path.read_bytes()
