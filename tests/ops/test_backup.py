@@ -9,11 +9,13 @@ import json
 import subprocess
 import sys
 import tarfile
+import threading
+import time
 from contextlib import contextmanager
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from accounts.models import Project
 from contextforge import backup
@@ -23,6 +25,7 @@ from knowledge.models import KnowledgeItem
 from knowledge.ranking import forget_caches
 from knowledge.selectors import search_for
 from tasks import services as task_services
+from tasks.models import Task
 from tests.mcpserver.conftest import child_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -236,3 +239,39 @@ def test_a_backup_cut_short_leaves_no_complete_looking_file_and_retention_keeps_
     written = [backup_nightly() for _ in range(3)]
     assert sorted(str(p) for p in (tmp_path / "backups").iterdir()) == sorted(written[1:])
     assert "backup-nightly" in settings.CELERY_BEAT_SCHEDULE
+
+
+def test_a_backup_taken_while_writes_go_on_is_one_snapshot(cast, data_dir, tmp_path, fresh_database):
+    """A writer adds a task and its comment in one transaction, over and over, while the backup runs: the
+    dump is one snapshot, so no task of the restored database lacks its comment (tables read one after
+    another, outside one snapshot, would hold tasks whose comments came later)."""
+    stop = threading.Event()
+
+    def write():
+        try:
+            while not stop.is_set():
+                with transaction.atomic():
+                    task = task_services.task_create(project=cast.project, title="Written during the backup")
+                    task_services.comment_create(task=task, author=cast.owner, text="its comment")
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        while Task.objects.count() < 5:
+            time.sleep(0.01)
+        started = Task.objects.count()
+        path = backup.create(directory=tmp_path)
+        ended = Task.objects.count()
+    finally:
+        stop.set()
+        writer.join()
+    assert ended > started  # writes went on while the backup ran
+    backup.restore(path, target=_target(fresh_database))
+    with _connect(fresh_database) as conn:
+        tasks = conn.execute("SELECT count(*) FROM tasks_task").fetchone()[0]
+        lacking = conn.execute(
+            "SELECT count(*) FROM tasks_task t WHERE NOT EXISTS (SELECT 1 FROM tasks_comment c WHERE c.task_id = t.id)"
+        ).fetchone()[0]
+    assert started <= tasks <= ended and lacking == 0
