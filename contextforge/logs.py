@@ -49,6 +49,8 @@ class JsonFormatter(logging.Formatter):
 def _route(request) -> str:
     match = getattr(request, "resolver_match", None)
     if match is None:
+        if request.path.startswith("/" + settings.STATIC_URL.lstrip("/")):
+            return "static"  # answered by whitenoise before any URL is resolved
         return "mcp" if request.path.startswith("/mcp") else "unmatched"
     return match.view_name or "unnamed"
 

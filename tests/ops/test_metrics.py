@@ -55,6 +55,7 @@ def test_metrics_after_a_search(cast, owner_api, settings, tmp_path, monkeypatch
     before = scrape()
     response = owner_api.post("/api/v1/search/", {"query": "when do we deploy"}, format="json")
     assert response.status_code == 200
+    assert Client().get("/static/js/app.js").status_code == 200
     after = scrape()
 
     count = "contextforge_search_embedding_seconds_count"
@@ -64,7 +65,7 @@ def test_metrics_after_a_search(cast, owner_api, settings, tmp_path, monkeypatch
     routes = {
         dict(labels).get("route") for (name, labels) in after if name.startswith("contextforge_request")
     }
-    assert "api:search" in routes
+    assert {"api:search", "static", "metrics"} <= routes
     assert value(after, "contextforge_items", project="acme") == 3
     assert value(after, "contextforge_items", project="other") == 1  # bounded: the largest one, then other
     assert value(after, "contextforge_embeddings_pending") == 1
