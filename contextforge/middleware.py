@@ -29,7 +29,7 @@ from contextforge.history import channel_of, writes
 logger = logging.getLogger(__name__)
 
 # These answer to API keys, webhooks' signatures or nobody; the admin has its own login.
-LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/static/", "/admin/", "/mcp")
+LOGIN_EXEMPT_PREFIXES = ("/api/", "/healthz", "/metrics", "/static/", "/admin/", "/mcp")
 # Paths that answer to API keys alone: no session, cookie, CSRF token, message, htmx or login lockout.
 API_PREFIXES = ("/api/",)
 DATABASE_DOWN = gettext_lazy("The database is unavailable. Try again in a moment.")

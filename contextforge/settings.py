@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 import dj_email_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
@@ -102,6 +103,7 @@ INSTALLED_APPS = [
 # pass untouched: no session, cookie, CSRF check, message, login requirement, htmx or lockout check. The
 # locale stays on both: the API answers its errors in the request's language.
 MIDDLEWARE = [
+    "contextforge.logs.RequestMiddleware",  # request id, latency histogram, JSON request log
     "django.middleware.security.SecurityMiddleware",
     "contextforge.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -400,7 +402,18 @@ CONTEXTFORGE_PENDING_EMBED_MINUTES = env_int("CONTEXTFORGE_PENDING_EMBED_MINUTES
 # Items in the trash longer than this are purged for good by beat.
 CONTEXTFORGE_TRASH_DAYS = env_int("CONTEXTFORGE_TRASH_DAYS", 30, minimum=1)
 
+# Backups (manage.py backup, and beat nightly at CONTEXTFORGE_BACKUP_HOUR UTC): this many newest are kept.
+CONTEXTFORGE_BACKUP_DIR = os.environ.get("CONTEXTFORGE_BACKUP_DIR", "")
+CONTEXTFORGE_BACKUP_KEEP = env_int("CONTEXTFORGE_BACKUP_KEEP", 7, minimum=1)
+CONTEXTFORGE_BACKUP_HOUR = env_int("CONTEXTFORGE_BACKUP_HOUR", 3, minimum=0)
+if CONTEXTFORGE_BACKUP_HOUR > 23:
+    raise ImproperlyConfigured(f"CONTEXTFORGE_BACKUP_HOUR must be 0-23, got {CONTEXTFORGE_BACKUP_HOUR}")
+
 CELERY_BEAT_SCHEDULE = {
+    "backup-nightly": {
+        "task": "contextforge.tasks.backup_nightly",
+        "schedule": crontab(hour=CONTEXTFORGE_BACKUP_HOUR, minute=0),
+    },
     "embed-pending-items": {
         "task": "knowledge.tasks.embed_pending_items",
         "schedule": timedelta(minutes=CONTEXTFORGE_PENDING_EMBED_MINUTES),
@@ -428,10 +441,26 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# /metrics: with a token, only a scrape sending "Authorization: Bearer <token>"; without, loopback only.
+CONTEXTFORGE_METRICS_TOKEN = os.environ.get("CONTEXTFORGE_METRICS_TOKEN", "")
+# text: plain lines; json: one JSON object per line, and a line per request (contextforge/logs.py).
+CONTEXTFORGE_LOG_FORMAT = os.environ.get("CONTEXTFORGE_LOG_FORMAT") or "text"
+if CONTEXTFORGE_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(
+        f"CONTEXTFORGE_LOG_FORMAT must be text or json, got {CONTEXTFORGE_LOG_FORMAT!r}"
+    )
+
+# A worker's logs go through LOGGING (and its JSON formatter) rather than Celery's own format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = CONTEXTFORGE_LOG_FORMAT != "json"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "contextforge.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"}
+        | ({"formatter": "json"} if CONTEXTFORGE_LOG_FORMAT == "json" else {})
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
@@ -450,6 +479,9 @@ CONTEXTFORGE_HTTPS = env_bool("CONTEXTFORGE_HTTPS", False)
 if CONTEXTFORGE_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a container's health probe speaks plain http to the port
+    SECURE_REDIRECT_EXEMPT = [
+        r"^healthz$",
+        r"^metrics$",
+    ]  # a container's health probe speaks plain http to the port
     SECURE_HSTS_SECONDS = env_int("CONTEXTFORGE_HSTS_SECONDS", 31_536_000)
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True

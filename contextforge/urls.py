@@ -3,7 +3,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from contextforge import views
+from contextforge import metrics, views
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("knowledge.api.urls")),
@@ -17,6 +17,7 @@ api_v1: list[URLPattern | URLResolver] = [
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:overview", permanent=False)),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.auth_urls")),
     path("accounts/", include("django.contrib.auth.urls")),

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
 from accounts.selectors import PROJECT_UNKNOWN
+from contextforge import metrics
 from contextforge.api import ApplicationError
 from knowledge import embeddings
 from knowledge.keywords import text_error
@@ -243,6 +244,7 @@ def search_for(
         )
     except embeddings.EmbeddingUnavailable:
         raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
+    metrics.observe_search(result)
     return Found(understood=understood, result=result)
 
 
