@@ -22,11 +22,13 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, Any
 
 import psycopg
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
+from psycopg.conninfo import make_conninfo
 
 FORMAT = 1
 PREFIX = "contextforge-backup-"
@@ -85,12 +87,20 @@ class Target:
     def connect(self, **kwargs) -> psycopg.Connection:
         params = {"dbname": self.name, "host": self.host, "port": self.port, "user": self.user}
         params |= {"password": self.password, "sslmode": self.sslmode}
-        return psycopg.connect(**{k: v for k, v in params.items() if v}, **kwargs)
+        conninfo = make_conninfo("", **{k: v for k, v in params.items() if v})
+        return psycopg.connect(conninfo, **kwargs)
+
+
+def scalar(target: Target, statement: str) -> Any:
+    """The one value ``statement`` answers on ``target``."""
+    with target.connect() as conn:
+        row = conn.execute(statement).fetchone()
+    assert row is not None  # an aggregate or SHOW always answers one row
+    return row[0]
 
 
 def server_major(target: Target) -> int:
-    with target.connect() as conn:
-        return int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
+    return int(scalar(target, "SHOW server_version_num")) // 10000
 
 
 def tool(name: str, major: int) -> str:
@@ -192,12 +202,19 @@ def prune(*, directory: Path | None = None, keep: int | None = None) -> list[Pat
     return old
 
 
+def member_file(tar: tarfile.TarFile, member: str | tarfile.TarInfo) -> IO[bytes]:
+    stream = tar.extractfile(member)
+    if stream is None:  # a link or a folder where a file was written
+        raise BackupError(f"{tar.name!r}: {member!r} is not a file")
+    return stream
+
+
 def verify(path: Path) -> dict:
     """The manifest of a backup whose every member matches its checksum; a BackupError otherwise."""
     path = Path(path)
     try:
         with tarfile.open(path, mode="r:") as tar:
-            manifest = json.load(tar.extractfile(MANIFEST))
+            manifest = json.load(member_file(tar, MANIFEST))
             files = manifest["files"]
             seen = set()
             for member in tar:
@@ -206,7 +223,7 @@ def verify(path: Path) -> dict:
                 if member.name not in files or not member.isfile():
                     raise BackupError(f"{path.name}: unexpected member {member.name!r}")
                 digest = hashlib.sha256()
-                stream = tar.extractfile(member)
+                stream = member_file(tar, member)
                 while chunk := stream.read(1 << 20):
                     digest.update(chunk)
                 if digest.hexdigest() != files[member.name]["sha256"]:
@@ -238,11 +255,8 @@ def newer_schema(manifest: dict) -> str | None:
 
 
 def is_empty(target: Target) -> bool:
-    with target.connect() as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
-        ).fetchone()
-    return row[0] == 0
+    tables = "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+    return scalar(target, tables) == 0
 
 
 def _run(command: list[str], target: Target) -> None:

@@ -6,10 +6,8 @@ Two kinds of figures:
   embedding and its ranking, searches by strategy. Each web process counts its own (no shared files:
   prometheus-client's multiprocess mode needs a folder cleaned at every start): a scrape sees the process
   that answers it. Under gunicorn with several workers, scrape each or read them as samples.
-- Computed at scrape time from the database and the broker by a collector (the same from any process):
-  items per project (the largest ``TOP_PROJECTS`` by name, the rest as ``other``), items waiting for their
-  embedding, messages waiting per Celery queue, each repository's time since its last successful sync,
-  import jobs by state, and the bytes of this process's in-memory copies of the vectors.
+- Computed at scrape time by collectors that the apps register on ``REGISTRY`` (knowledge/metrics.py:
+  items, pending embeddings, queues, repositories' syncs, import jobs, in-memory copies).
 
 Guarded by ``CONTEXTFORGE_METRICS_TOKEN`` (``Authorization: Bearer …``); unset, only loopback is answered.
 """
@@ -23,12 +21,9 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count
 from django.http import HttpResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
 
 logger = logging.getLogger(__name__)
 
@@ -89,90 +84,6 @@ def queue_depths() -> dict[str, int]:
         finally:
             client.close()
     return {}
-
-
-class StateCollector:
-    """Figures read at scrape time; a source that fails is left out of the scrape and logged."""
-
-    def collect(self):
-        for gather in (self._items, self._queues, self._repositories, self._imports, self._memory):
-            try:
-                yield from gather()
-            except Exception:  # noqa: BLE001 - one broken source must not empty the whole scrape
-                logger.exception("metrics: %s failed", gather.__name__)
-
-    def _items(self):
-        from knowledge.models import KnowledgeItem
-
-        live = KnowledgeItem.objects.filter(deleted_at__isnull=True)
-        counts = list(
-            live.values("project__slug")
-            .annotate(n=Count("id"))
-            .order_by("-n", "project__slug")
-            .values_list("project__slug", "n")
-        )
-        items = GaugeMetricFamily(
-            "contextforge_items",
-            f"Items not in the trash, per project (the {TOP_PROJECTS} largest; the rest as other).",
-            labels=["project"],
-        )
-        for slug, n in counts[:TOP_PROJECTS]:
-            items.add_metric([slug], n)
-        if len(counts) > TOP_PROJECTS:
-            items.add_metric(["other"], sum(n for _, n in counts[TOP_PROJECTS:]))
-        yield items
-        yield GaugeMetricFamily(
-            "contextforge_embeddings_pending",
-            "Items not in the trash that wait for their embedding (beat embeds them).",
-            value=live.filter(embedding__isnull=True).count(),
-        )
-
-    def _queues(self):
-        depth = GaugeMetricFamily(
-            "contextforge_queue_depth", "Messages waiting per Celery queue.", labels=["queue"]
-        )
-        for queue, n in queue_depths().items():
-            depth.add_metric([queue], n)
-        yield depth
-
-    def _repositories(self):
-        from gitsync.models import Repository
-
-        now = timezone.now()
-        age = GaugeMetricFamily(
-            "contextforge_repository_sync_age_seconds",
-            "Seconds since each enabled repository's last successful sync (never synced: since it was added).",
-            labels=["project", "repository"],
-        )
-        rows = Repository.objects.filter(enabled=True).values_list(
-            "project__slug", "name", "last_success_at", "created_at"
-        )
-        for project, name, success, created in rows:
-            age.add_metric([project, name], (now - (success or created)).total_seconds())
-        yield age
-
-    def _imports(self):
-        from knowledge.models import ImportJob
-
-        counts = dict(
-            ImportJob.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
-        )
-        jobs = GaugeMetricFamily("contextforge_import_jobs", "Import jobs by state.", labels=["state"])
-        for state in ImportJob.Status.values:
-            jobs.add_metric([state], counts.get(state, 0))
-        yield jobs
-
-    def _memory(self):
-        from knowledge.ranking import CACHE
-
-        yield GaugeMetricFamily(
-            "contextforge_memory_copy_bytes",
-            "Bytes this process's in-memory copies of the vectors take (all projects).",
-            value=sum(CACHE.copies.held().values()),
-        )
-
-
-REGISTRY.register(StateCollector())
 
 
 def _allowed(request) -> bool:

@@ -11,4 +11,8 @@ class KnowledgeConfig(AppConfig):
         # embedding's threads and the other processes already hold the cores, and BLAS's own threads
         # would only wait for them, far longer than the product takes.
         threadpool_limits(1, user_api="blas")
+        from contextforge.metrics import REGISTRY
         from knowledge import receivers  # noqa: F401  (connects them)
+        from knowledge.metrics import StateCollector
+
+        REGISTRY.register(StateCollector())
