@@ -3,7 +3,7 @@ Records that the one import service (``knowledge.services.items_import``) valida
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
 from django.core.exceptions import ValidationError
@@ -130,14 +130,14 @@ def file_format(path: str) -> str | None:
     return None
 
 
-def file_records(*, format: str, path: str, data: bytes, root: str = "") -> list[Record]:
+def file_records(*, format: str, path: str, data: bytes, root: str = "") -> Iterable[Record]:
     """The records of one file of a folder (a zip's, a repository's) in ``format``."""
     text = decode(path, data)
     if isinstance(text, Record):
         return [text]
     if format == "markdown":
         return markdown.parse(path, text, root)
-    return list(PARSERS[format](path, text))
+    return PARSERS[format](path, text)  # lazily: a CSV's rows are read as they are asked for
 
 
 PARSERS = {"agent-memory": agent_memory.parse, "adr": adr.parse, "csv": spreadsheet.parse, "mem0": mem0.parse}
