@@ -87,7 +87,7 @@ class Cache:
 
     def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
         """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
-        costs more CPU than PostgreSQL takes to run them (bench/RESULTS.md, "Engine mechanisms")."""
+        costs more CPU than PostgreSQL takes to run them, and the same few shapes recur."""
         with self.lock:
             compiled = self.statements.get(key)
         if compiled is None:
