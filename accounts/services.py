@@ -269,11 +269,16 @@ def invitation_accept_addressed(*, invitation: Invitation, user, now: datetime |
     locked = Invitation.objects.open(now).select_for_update().filter(pk=invitation.pk, invitee=user).first()
     if locked is None:
         raise ValidationError({"invitation": INVITATION_INVALID})
-    if Membership.objects.filter(user=user, project_id=locked.project_id).exists():
+    return _accepted(locked, user, now)
+
+
+def _accepted(invitation: Invitation, user, now: datetime) -> Membership:
+    """``invitation`` (locked) used by ``user``: a member of its project with its role."""
+    if Membership.objects.filter(user=user, project_id=invitation.project_id).exists():
         raise ValidationError({"invitation": ALREADY_MEMBER.format(username=user.username)})
-    locked.accepted_by, locked.accepted_at = user, now
-    locked.save(update_fields=["accepted_by", "accepted_at"])
-    return Membership.objects.create(user=user, project_id=locked.project_id, role=locked.role)
+    invitation.accepted_by, invitation.accepted_at = user, now
+    invitation.save(update_fields=["accepted_by", "accepted_at"])
+    return Membership.objects.create(user=user, project_id=invitation.project_id, role=invitation.role)
 
 
 def invitation_decline(*, invitation: Invitation) -> None:
@@ -339,12 +344,7 @@ def invitation_accept(*, token: str, user, now: datetime | None = None) -> Membe
     )
     if invitation is None:
         raise ValidationError({"invitation": INVITATION_INVALID})
-    membership = Membership.objects.filter(user=user, project_id=invitation.project_id).first()
-    if membership is not None:
-        raise ValidationError({"invitation": ALREADY_MEMBER.format(username=user.username)})
-    invitation.accepted_by, invitation.accepted_at = user, now
-    invitation.save(update_fields=["accepted_by", "accepted_at"])
-    return Membership.objects.create(user=user, project_id=invitation.project_id, role=invitation.role)
+    return _accepted(invitation, user, now)
 
 
 def invitation_revoke(*, invitation: Invitation) -> None:

@@ -129,13 +129,18 @@ def my_invitation_accept(request, pk: int):
     except ValidationError as exc:
         _report(request, exc)
         return redirect("projects:list")
+    _welcome(request, membership)
+    return redirect("projects:list")
+
+
+def _welcome(request, membership) -> None:
+    """Make the project just joined the current one and say so."""
     _choose(request, membership.project)
     messages.success(
         request,
         _("Welcome to “%(name)s”: you are a %(role)s.")
         % {"name": membership.project.name, "role": membership.get_role_display().lower()},
     )
-    return redirect("projects:list")
 
 
 @require_POST
@@ -326,12 +331,7 @@ def invitation_accept(request, token: str):
         except ValidationError as exc:
             _report(request, exc)
             return redirect("projects:list")
-        _choose(request, membership.project)
-        messages.success(
-            request,
-            _("Welcome to “%(name)s”: you are a %(role)s.")
-            % {"name": membership.project.name, "role": membership.get_role_display().lower()},
-        )
+        _welcome(request, membership)
         return redirect("dashboard:overview")
     return _join_page(request, invitation, signup, status=200 if invitation else 404)
 
