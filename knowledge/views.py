@@ -28,6 +28,8 @@ from accounts.services import SECRET_PREFIX
 from accounts.snippets import key_snippets
 from contextforge.api import ApplicationError
 from contextforge.forms import apply_errors
+from gitsync import selectors as git_selectors
+from gitsync import services as git_services
 from knowledge import importers, selectors, services
 from knowledge.forms import (
     ActivityFilterForm,
@@ -82,9 +84,7 @@ def item_list(request):
 
 
 def _has_repositories(projects) -> bool:
-    from gitsync import selectors as git
-
-    return git.repositories_for(projects=projects).exists()
+    return git_selectors.repositories_for(projects=projects).exists()
 
 
 @require_GET
@@ -99,14 +99,12 @@ def item_detail(request, pk: int):
         # Its old address names where it went: the task made from it.
         return render(request, "knowledge/item_moved.html", {"item": moved}, status=404)
     may_write = may_change(user=request.user, project_id=item.project_id)
-    from gitsync import selectors as git
-
     references = reference_status(item)
     context = {
         "item": item,
         "may_write": may_write,
         "history": _history(item),
-        "commits": git.commits_touching(project_id=item.project_id, paths=item.references),
+        "commits": git_selectors.commits_touching(project_id=item.project_id, paths=item.references),
         "may_be_stale": references.may_be_stale(item.updated_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
@@ -455,18 +453,16 @@ FILE_NOT_IN_PROJECT = gettext_lazy("That repository is not one of the chosen pro
 def import_page(request):
     """Upload a file or zip, or pick a repository's file; the dry run's table, kept as a draft job, waits
     for confirmation."""
-    from gitsync import selectors as git
-
     projects = projects_for(user=request.user, scope="admin")
     if refused := _admins_only(request, projects, _("import items")):
         return refused
-    files = git.knowledge_files(projects=projects)
+    files = git_selectors.knowledge_files(projects=projects)
     form = ImportForm(
         request.POST or None,
         request.FILES or None,
         projects=projects,
         repository_files=files,
-        repository_folders=git.knowledge_folders(projects=projects),
+        repository_folders=git_selectors.knowledge_folders(projects=projects),
         initial=in_current_project(session=request.session),
     )
     context = {"form": form, "jobs": selectors.import_jobs_for(projects=projects)[:10]}
@@ -495,8 +491,6 @@ def _import_source(form: ImportForm) -> tuple[str, bytes, bytes]:
     """(name, bytes, the file's own bytes) of what the form names: its upload, or a file or folder of
     one of the project's repositories, packed as a zip whose members carry the date of the last commit
     that touched each file (the import dates the items by it)."""
-    from gitsync import services as git
-
     if upload := form.cleaned_data["file"]:
         data = upload.read()
         return upload.name, data, data
@@ -504,7 +498,7 @@ def _import_source(form: ImportForm) -> tuple[str, bytes, bytes]:
     repository = form.cleaned_data["project"].repositories.filter(pk=repository_id).first()
     if repository is None:
         raise ValidationError({"repository_file": FILE_NOT_IN_PROJECT})
-    files = git.repository_files_read(repository=repository, path=path)
+    files = git_services.repository_files_read(repository=repository, path=path)
     packed = importers.archive.pack(files)
     return path, packed, packed if path.endswith("/") else files[0][1]
 
