@@ -17,55 +17,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
+
+from bench.search import KeptConnection, p, web_server, worker_memory_mb
 
 REPEATS = 3
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def figures(values: list[float]) -> dict:
     return {"p50_ms": statistics.median(values), "p95_ms": p(values, 0.95), "n": len(values)}
-
-
-@contextmanager
-def served(root: Path, *, workers: int = 2):
-    """``manage.py serve`` of the source tree ``root`` on a free port, as `make run` starts it."""
-    from bench.search import free_port
-
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--web-workers", str(workers)],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        yield process, base
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 class Stamps:
@@ -197,12 +164,10 @@ def main(argv=None) -> dict:
         top = np.argpartition(-scores, 10)[:10]
         return top[np.argsort(-scores[top])]
 
-    from bench.search import KeptConnection, worker_memory_mb
-
     with ExitStack() as stack:
-        servers = {"now": stack.enter_context(served(ROOT))}
+        servers = {"now": stack.enter_context(web_server(root=ROOT))}
         if args.before:
-            servers["before"] = stack.enter_context(served(Path(args.before).resolve()))
+            servers["before"] = stack.enter_context(web_server(root=Path(args.before).resolve()))
         clients = {name: KeptConnection(base, secret) for name, (_, base) in servers.items()}
         for client in clients.values():  # warm: every worker loads the model and the project's copy
             for question in asked:

@@ -41,16 +41,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def web_server(*, workers: int = 2, env: dict | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
-    """The project served as `make run` serves it (``manage.py serve``: gunicorn's uvicorn workers on the
-    ASGI app, a Celery worker per queue and beat) on a free port, up and answering; stopped after."""
-    from django.conf import settings
-
+def web_server(
+    *, workers: int = 2, env: dict | None = None, root: Path | None = None
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """The project (or the source tree ``root``) served as `make run` serves it (``manage.py serve``:
+    gunicorn's uvicorn workers on the ASGI app, a Celery worker per queue and beat) on a free port, up
+    and answering; stopped after."""
+    tree = root or Path(__file__).resolve().parent.parent
     port = free_port()
     serve = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--web-workers", str(workers)],
-        env={**os.environ, **(env or {})},
-        cwd=settings.BASE_DIR,
+        env={**os.environ, "PYTHONPATH": str(tree), **(env or {})},
+        cwd=tree,
         stdout=subprocess.DEVNULL,  # the access log: one line per request, as in production, unread here
     )
     try:
