@@ -3,7 +3,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from accounts import services
-from accounts.models import ApiKey, Invitation, Membership, Project
+from accounts.models import ApiKey, Invitation, Membership, OidcIdentity, Project
 
 
 class MembershipInline(admin.TabularInline):
@@ -73,3 +73,14 @@ class InvitationAdmin(admin.ModelAdmin):
             else:
                 accepted += 1
         self.message_user(request, _("Accepted %(n)d invitation(s).") % {"n": accepted}, messages.SUCCESS)
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(admin.ModelAdmin):
+    """Who signs in as whom through single sign-on. Adding one links an existing account to a provider's
+    subject (its next sign-in lands there); deleting one makes that subject's next sign-in a new account."""
+
+    list_display = ["user", "subject", "issuer", "created_at", "last_sign_in_at"]
+    readonly_fields = ["created_at", "last_sign_in_at"]
+    search_fields = ["user__username", "user__email", "subject"]
+    autocomplete_fields = ["user"]

@@ -167,3 +167,24 @@ class PasswordResetRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.address} at {self.requested_at:%Y-%m-%d %H:%M}"
+
+
+class OidcIdentity(models.Model):
+    """Who a user is at an OpenID Connect provider: the provider's ``iss`` and its ``sub`` for them, which
+    (unlike an e-mail address) the provider never gives to anybody else. A sign-in finds its user here."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities"
+    )
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_oidc_identity")]
+        verbose_name = _("OpenID Connect identity")
+        verbose_name_plural = _("OpenID Connect identities")
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.subject} at {self.issuer}"

@@ -6,7 +6,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, Project, Role, Scope
+from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, OidcIdentity, Project, Role, Scope
 from accounts.services import KEY_CACHE, hash_secret, key_projects_cache_name
 
 # The one answer for a project the caller cannot reach, whichever door asked (page, API, MCP, import):
@@ -129,3 +129,9 @@ def allowed_scopes(*, user, project: Project | None = None) -> list[str]:
         memberships = memberships.filter(project=project)
     granted = set().union(*(ROLE_SCOPES[Role(role)] for role in memberships.values_list("role", flat=True)))
     return [scope for scope in Scope.values if scope in granted]
+
+
+def oidc_user(*, issuer: str, subject: str):
+    """The user an OpenID Connect identity was given to, or None on its first sign-in."""
+    identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    return identity.user if identity else None

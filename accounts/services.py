@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -8,7 +10,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
@@ -19,11 +21,14 @@ from accounts.models import (
     ApiKey,
     Invitation,
     Membership,
+    OidcIdentity,
     PasswordResetRequest,
     Project,
     Role,
     Scope,
 )
+
+logger = logging.getLogger(__name__)
 
 SECRET_PREFIX = "cf_live_"
 KEY_CACHE = "keys"  # the cache alias (settings.CACHES) of API keys' lookups
@@ -381,3 +386,79 @@ def password_reset_request(*, address: str, email: str, now: datetime | None = N
         return False
     PasswordResetRequest.objects.create(address=address, account=account, requested_at=now)
     return True
+
+
+# What Django's username validator accepts; the rest of a provider's preferred name is dropped.
+NOT_USERNAME = re.compile(r"[^\w.@+-]")
+
+
+def _free_username(*hints: str) -> str:
+    """The first hint that leaves a username once cleaned (else "user"), with -2, -3 … until it is free."""
+    base = next((name for hint in hints if (name := NOT_USERNAME.sub("", hint or "")[:140])), "user")
+    User = get_user_model()
+    name, number = base, 1
+    while User.objects.filter(username__iexact=name).exists():
+        number += 1
+        name = f"{base}-{number}"
+    return name
+
+
+def oidc_user_sign_in(
+    *,
+    issuer: str,
+    subject: str,
+    email: str,
+    preferred_username: str = "",
+    first_name: str = "",
+    last_name: str = "",
+    project_roles: dict[str, str] | None = None,
+    now: datetime | None = None,
+):
+    """The user an OpenID Connect provider signed in as ``subject``: the one this identity was first
+    given to, or a new one (no usable password, no project) on a first sign-in. An address found on
+    another account is not merged with it: an e-mail typed into a profile proves nothing (an installation
+    admin may link an identity to an account in the admin). The provider's e-mail address and names are
+    kept up to date; ``project_roles`` (slug -> role, from the groups claim) gives the user that role in
+    each of those projects that exists, but never takes a project's last admin away."""
+    try:
+        with transaction.atomic():
+            user = _oidc_user(issuer=issuer, subject=subject, email=email, hints=(preferred_username, email))
+    except IntegrityError:  # the same first sign-in twice at once: the other one made the user
+        user = OidcIdentity.objects.get(issuer=issuer, subject=subject).user
+    with transaction.atomic():
+        fields = {"email": email, "first_name": first_name[:150], "last_name": last_name[:150]}
+        changed = [name for name, value in fields.items() if value and getattr(user, name) != value]
+        for name in changed:
+            setattr(user, name, fields[name])
+        if changed:
+            user.save(update_fields=changed)
+        OidcIdentity.objects.filter(issuer=issuer, subject=subject).update(
+            last_sign_in_at=now or timezone.now()
+        )
+        for slug, role in (project_roles or {}).items():
+            _group_role(user, slug, role)
+    return user
+
+
+def _oidc_user(*, issuer: str, subject: str, email: str, hints: tuple[str, str]):
+    identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    if identity is not None:
+        return identity.user
+    username = _free_username(hints[0], hints[1].partition("@")[0])
+    user = get_user_model().objects.create_user(username, email=email)  # no password: unusable
+    OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    return user
+
+
+def _group_role(user, slug: str, role: str) -> None:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        return
+    membership = Membership.objects.filter(user=user, project=project).first()
+    if membership is None:
+        membership_set(user=user, project=project, role=role)
+    elif membership.role != role:
+        try:
+            membership_change_role(membership=membership, role=role)
+        except ValidationError:
+            logger.warning("%s stays admin of %s: the last admin is not demoted by a group", user, slug)

@@ -1,23 +1,26 @@
 from __future__ import annotations
 
+import logging
 import math
 
 from axes.helpers import get_client_ip_address, get_cool_off
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
-from django.contrib.auth.views import PasswordResetView
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import JsonResponse
+from django.contrib.auth.views import LoginView, PasswordResetView
+from django.core.exceptions import PermissionDenied, SuspiciousOperation, ValidationError
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from accounts import selectors, services
+from accounts import oidc, selectors, services
 from accounts.forms import ApiKeyForm, InvitationForm, MemberAddForm, ProjectForm, RoleForm, SignUpForm
 from accounts.models import ROLE_SCOPES, Project, Role, Scope
 from accounts.snippets import key_snippets
@@ -28,7 +31,10 @@ from contextforge.forms import apply_errors
 NEW_KEY_SECRET = "new_key_secret"
 NEW_INVITATION_URL = "new_invitation_url"
 ADMINS_ONLY = gettext_lazy("Only the project's admins may do this.")
+PASSWORD_LOGIN_OFF = gettext_lazy("Sign-in with a password is turned off here.")
 TOO_MANY_RESETS = gettext_lazy("Too many password-reset links were asked for. Try again in an hour.")
+
+logger = logging.getLogger(__name__)
 
 
 def _safe_next(request, fallback: str) -> str:
@@ -322,6 +328,8 @@ def invitation_accept(request, token: str):
     signup = SignUpForm(request.POST if request.method == "POST" and not signed_in else None)
     if request.method == "POST" and invitation is not None:
         if not signed_in:
+            if not settings.CONTEXTFORGE_PASSWORD_LOGIN:  # accounts come from the identity provider
+                raise PermissionDenied(PASSWORD_LOGIN_OFF)
             if not signup.is_valid():
                 return _join_page(request, invitation, signup, status=400)
             user = signup.save()
@@ -337,7 +345,11 @@ def invitation_accept(request, token: str):
 
 
 def _join_page(request, invitation, signup, *, status: int):
-    context = {"invitation": invitation, "signup": signup, "login_next": request.get_full_path()}
+    context = {
+        "invitation": invitation,
+        "signup": signup if settings.CONTEXTFORGE_PASSWORD_LOGIN else None,
+        "login_next": request.get_full_path(),
+    }
     return render(request, "accounts/invitation.html", context, status=status)
 
 
@@ -349,13 +361,102 @@ def login_locked_out(request, original_response=None, credentials=None):
         "Too many failed sign-ins. Try again in %(minutes)d minutes.",
         minutes,
     ) % {"minutes": minutes}
-    context = {"form": AuthenticationForm(request), "locked_out": message}
+    context = {"form": AuthenticationForm(request), "locked_out": message, **_sign_in_context()}
     return render(request, "registration/login.html", context, status=429)
+
+
+# ----- signing in -------------------------------------------------------------------------------
+
+
+def _sign_in_context() -> dict:
+    return {
+        "password_login": settings.CONTEXTFORGE_PASSWORD_LOGIN,
+        "sso_name": oidc.display_name() if oidc.enabled() else "",
+    }
+
+
+class SignInView(LoginView):
+    """Django's sign-in page, with "Sign in with <provider>" when single sign-on is configured; with
+    password sign-in turned off, the form is gone and a password posted anyway is refused."""
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(**kwargs) | _sign_in_context()
+
+    def post(self, request, *args, **kwargs):
+        if not settings.CONTEXTFORGE_PASSWORD_LOGIN:
+            context = self.get_context_data(password_refused=PASSWORD_LOGIN_OFF)
+            return self.render_to_response(context, status=403)
+        return super().post(request, *args, **kwargs)
+
+
+def _refused(request, refused: oidc.SignInRefused) -> HttpResponse:
+    """The page of a single sign-on that did not succeed: what went wrong, and the way back."""
+    logger.warning("single sign-on refused: %s %s", refused.refusal.code, refused.params or "")
+    context = {"reason": refused.message(), "code": refused.refusal.code, **_sign_in_context()}
+    return render(request, "registration/sso_refused.html", context, status=refused.refusal.status)
+
+
+class OidcStartView(OIDCAuthenticationRequestView):
+    """The "Sign in with <provider>" link: off to the provider's authorization endpoint, with a state, a nonce and
+    a PKCE challenge kept in the session (mozilla-django-oidc)."""
+
+    def __init__(self, **kwargs) -> None:
+        super(OIDCAuthenticationRequestView, self).__init__(**kwargs)  # its endpoint is read in get()
+        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+
+    def get(self, request):
+        if not oidc.enabled():
+            raise Http404
+        try:
+            self.OIDC_OP_AUTH_ENDPOINT = oidc.provider().authorization_endpoint
+        except oidc.SignInRefused as refused:
+            return _refused(request, refused)
+        return super().get(request)
+
+
+class OidcCallbackView(OIDCAuthenticationCallbackView):
+    """Where the provider sends the browser back: the code is exchanged and the ID token checked
+    (accounts.backends.OidcBackend). Any failure is a page that says why, never a 500, and writes nothing."""
+
+    def get(self, request):
+        if not oidc.enabled():
+            raise Http404
+        try:
+            return super().get(request)
+        except oidc.SignInRefused as refused:
+            return _refused(request, refused)
+        except SuspiciousOperation:  # a state this session did not start
+            return _refused(request, oidc.SignInRefused(oidc.STATE))
+
+    def login_failure(self):
+        request = self.request
+        if request.GET.get("error"):
+            error = request.GET["error"][:100]
+            return _refused(request, oidc.SignInRefused(oidc.DENIED, error=error))
+        if "oidc_states" not in request.session or not request.GET.get("state"):
+            return _refused(request, oidc.SignInRefused(oidc.STATE))
+        if getattr(self, "user", None) is not None and not self.user.is_active:
+            return _refused(request, oidc.SignInRefused(oidc.INACTIVE))
+        return _refused(request, oidc.SignInRefused(oidc.FAILED))
+
+
+oidc_start = login_not_required(OidcStartView.as_view())
+oidc_callback = login_not_required(OidcCallbackView.as_view())
 
 
 class ThrottledPasswordResetView(PasswordResetView):
     """Django's password reset, with mail throttled per address and per e-mail address
     (services.password_reset_request); a refusal is the form again with a 429."""
+
+    def get(self, request, *args, **kwargs):
+        if not settings.CONTEXTFORGE_PASSWORD_LOGIN:
+            raise PermissionDenied(PASSWORD_LOGIN_OFF)
+        return super().get(request, *args, **kwargs)
+
+    def post(self, request, *args, **kwargs):
+        if not settings.CONTEXTFORGE_PASSWORD_LOGIN:
+            raise PermissionDenied(PASSWORD_LOGIN_OFF)
+        return super().post(request, *args, **kwargs)
 
     def form_valid(self, form):
         allowed = services.password_reset_request(

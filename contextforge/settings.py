@@ -220,8 +220,59 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Failed sign-ins are throttled per username and per address (django-axes); API keys never pass here.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+
+# Single sign-on with OpenID Connect (mozilla-django-oidc; docs/adr/0007-openid-connect-sign-in.md): on
+# when an issuer is set. The provider's endpoints come from its discovery document, read at the first
+# sign-in and kept an hour per process (accounts/oidc.py), so that the web starts while it is down.
+CONTEXTFORGE_OIDC_ISSUER = os.environ.get("CONTEXTFORGE_OIDC_ISSUER", "").strip()
+CONTEXTFORGE_OIDC_NAME = os.environ.get("CONTEXTFORGE_OIDC_NAME", "").strip()
+CONTEXTFORGE_OIDC_ALLOWED_DOMAINS = [
+    d.lower().lstrip("@") for d in env_list("CONTEXTFORGE_OIDC_ALLOWED_DOMAINS", [])
+]
+# Groups named <prefix><project slug>-<role> in the `groups` claim make the user a member with that role.
+CONTEXTFORGE_OIDC_GROUP_ROLES = os.environ.get("CONTEXTFORGE_OIDC_GROUP_ROLES", "").strip()
+CONTEXTFORGE_PASSWORD_LOGIN = env_bool("CONTEXTFORGE_PASSWORD_LOGIN", True)
+OIDC_RP_CLIENT_ID = os.environ.get("CONTEXTFORGE_OIDC_CLIENT_ID", "").strip()
+OIDC_RP_CLIENT_SECRET = os.environ.get("CONTEXTFORGE_OIDC_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = os.environ.get("CONTEXTFORGE_OIDC_SCOPES", "").strip() or "openid email profile"
+OIDC_RP_SIGN_ALGO = "RS256"  # the providers' default; the token's header must name it (no alg confusion)
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10  # seconds, for every request to the provider
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+if CONTEXTFORGE_OIDC_ISSUER:
+    from urllib.parse import urlsplit
+
+    _issuer = urlsplit(CONTEXTFORGE_OIDC_ISSUER)
+    _loopback = _issuer.hostname in ("127.0.0.1", "::1", "localhost")
+    if not _issuer.hostname or not (_issuer.scheme == "https" or (_issuer.scheme == "http" and _loopback)):
+        raise ImproperlyConfigured(
+            f"CONTEXTFORGE_OIDC_ISSUER must be an https:// URL, got {CONTEXTFORGE_OIDC_ISSUER!r}"
+        )
+    if not OIDC_RP_CLIENT_ID or not OIDC_RP_CLIENT_SECRET:
+        raise ImproperlyConfigured(
+            "CONTEXTFORGE_OIDC_ISSUER needs CONTEXTFORGE_OIDC_CLIENT_ID and CONTEXTFORGE_OIDC_CLIENT_SECRET"
+        )
+    CONTEXTFORGE_OIDC_NAME = CONTEXTFORGE_OIDC_NAME or _issuer.hostname
+elif not CONTEXTFORGE_PASSWORD_LOGIN:
+    raise ImproperlyConfigured(
+        "CONTEXTFORGE_PASSWORD_LOGIN=false needs CONTEXTFORGE_OIDC_ISSUER: nobody could sign in"
+    )
+
+
+def authentication_backends(*, password: bool, oidc: bool) -> list[str]:
+    """Failed sign-ins are throttled per username and per address (django-axes, first); passwords are
+    checked only while password sign-in is on (the admin's form included); API keys never pass here."""
+    backends = ["axes.backends.AxesStandaloneBackend"]
+    if password:
+        backends.append("django.contrib.auth.backends.ModelBackend")
+    if oidc:
+        backends.append("accounts.backends.OidcBackend")
+    return backends
+
+
+AUTHENTICATION_BACKENDS = authentication_backends(
+    password=CONTEXTFORGE_PASSWORD_LOGIN, oidc=bool(CONTEXTFORGE_OIDC_ISSUER)
+)
 AXES_FAILURE_LIMIT = 11  # ten failures are answered as wrong; the 11th within the cool-off locks out
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 # A username is locked out only at the address its failures came from (another address still signs in),
