@@ -203,8 +203,8 @@ def test_a_provider_that_cannot_be_reached_is_said_so(sso, live_server, page, se
 def test_groups_give_roles_in_the_projects_they_name(sso, cast, live_server, page, settings):
     settings.CONTEXTFORGE_OIDC_GROUP_ROLES = "contextforge-"
     sso.account.groups = [
+        "contextforge-acme-member",  # the highest of a project's groups counts, wherever it is
         "contextforge-acme-viewer",
-        "contextforge-acme-member",  # the highest of a project's groups counts
         "contextforge-nowhere-admin",  # no such project
         "contextforge-elsewhere-owner",  # no such role
         "engineering",
