@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts import services as account_services
-from accounts.models import ApiKey, Invitation
+from accounts.models import ApiKey, Invitation, OidcIdentity
 from gitsync import services as git_services
 from gitsync.models import Commit
 from tasks import services as task_services
@@ -36,6 +36,7 @@ def one_of_each(cast) -> list:
     task = make_task(cast.project, "Retry billing")
     task_services.comment_create(task=task, author=admin_user, text="On it.")
     Group.objects.create(name="auditors")
+    OidcIdentity.objects.create(user=cast.member, issuer="https://id.example.com", subject="248289761001")
     with_credential = git_services.repository_create(
         project=cast.project,
         name="with-credential",
