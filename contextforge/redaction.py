@@ -1,5 +1,6 @@
-"""Secrets never reach a log line: API keys, invitation tokens and credential-named query parameters are
-cut out of every URL that the web server's access log and Django's request log write."""
+"""Secrets never reach a log line: API keys, invitation tokens, single sign-on's authorization codes and
+credential-named query parameters are cut out of every URL that the web server's access log and Django's
+request log write."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ SECRET_PARAMETER = re.compile(
 )
 # An invitation link's one-time token.
 INVITATION = re.compile(r"(/projects/join/)[^/?#\s\"']+")
+# The authorization code an OpenID Connect provider sends the browser back with (accounts.views).
+OIDC_CODE = re.compile(r"(/oidc/callback/\?(?:[^#\s\"']*?[&;])?code=)[^&;#\s\"']*")
 REDACTED = "[redacted]"
 # The loggers that write request URLs: uvicorn's and gunicorn's access logs, Django's request log and
 # runserver's.
@@ -26,6 +29,7 @@ URL_LOGGERS = ("uvicorn.access", "gunicorn.access", "django.request", "django.se
 def redact(text: str) -> str:
     text = KEY.sub(rf"\1{REDACTED}", text)
     text = SECRET_PARAMETER.sub(rf"\1{REDACTED}", text)
+    text = OIDC_CODE.sub(rf"\1{REDACTED}", text)
     return INVITATION.sub(rf"\1{REDACTED}", text)
 
 
