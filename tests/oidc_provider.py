@@ -31,6 +31,7 @@ MODES = (
     "wrong_nonce",  # the ID token carries another sign-in's nonce
     "wrong_state",  # the browser is sent back with another state
     "replayed_code",  # the authorization endpoint hands out the code redeemed last
+    "denied",  # the person (or the provider's policy) says no: error=access_denied
 )
 
 
@@ -94,6 +95,9 @@ class OidcProvider:
             return 400, {}, "unsupported request"
         if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
             return 400, {}, "PKCE (S256) required"
+        if self.mode == "denied":
+            answer = {"error": "access_denied", "state": query.get("state", "")}
+            return 302, {"Location": f"{query['redirect_uri']}?{urlencode(answer)}"}, ""
         code = secrets.token_urlsafe(24)
         self.codes[code] = {
             "redirect_uri": query["redirect_uri"],

@@ -122,6 +122,7 @@ REFUSALS = [
         "Accounts of the e-mail domain evil.example may not sign in here.",
     ),
     ("unverified e-mail", Account(email_verified=False), "unverified-email", 403, "has not verified"),
+    ("provider says no", "denied", "denied", 403, "Acme ID did not sign you in (access_denied)."),
 ]
 
 
@@ -172,6 +173,20 @@ def test_a_replayed_code_or_callback_is_refused(sso, live_server, page, browser)
     finally:
         context.close()
     assert User.objects.count() == 1 and sso.token_requests == 2
+
+
+def test_a_deactivated_account_is_not_signed_in_by_its_provider(sso, live_server, page):
+    user = make_user("ada")
+    OidcIdentity.objects.create(user=user, issuer=sso.issuer, subject=sso.account.sub)
+    user.is_active = False
+    user.save()
+    response = sso_sign_in(page, live_server)
+    assert response.status == 403
+    assert page.get_attribute("#sso-refused", "data-reason") == "inactive"
+    assert "This account is deactivated." in page.inner_text("#sso-refused")
+    assert User.objects.count() == 1 and User.objects.get().email == ""  # nothing taken from the provider
+    page.goto(f"{live_server.url}/dashboard/")
+    assert page.url.startswith(f"{live_server.url}/accounts/login/")
 
 
 def test_the_refusal_page_speaks_spanish(sso, live_server, browser):
