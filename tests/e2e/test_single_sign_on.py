@@ -189,18 +189,21 @@ def test_a_deactivated_account_is_not_signed_in_by_its_provider(sso, live_server
     assert page.url.startswith(f"{live_server.url}/accounts/login/")
 
 
-def test_the_refusal_page_speaks_spanish(sso, live_server, browser):
+def test_the_refusal_page_speaks_spanish_on_a_phone(sso, live_server, browser):
     sso.mode = "expired"
-    context = browser.new_context(locale="es-ES")
+    context = browser.new_context(locale="es-ES", viewport={"width": 390, "height": 844})
+    sideways = "document.documentElement.scrollWidth - window.innerWidth"
     try:
         page = context.new_page()
         page.goto(f"{live_server.url}/accounts/login/")
         assert page.inner_text("#sso-sign-in") == "Iniciar sesión con Acme ID"
+        assert page.evaluate(sideways) == 0
         page.click("#sso-sign-in")
         page.wait_for_selector("#sso-refused")
         text = page.inner_text("#sso-refused")
         assert "Inicio de sesión con Acme ID rechazado" in text
         assert "El inicio de sesión de Acme ID ha caducado." in text
+        assert page.evaluate(sideways) == 0
     finally:
         context.close()
 
