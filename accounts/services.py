@@ -420,11 +420,18 @@ def oidc_user_sign_in(
     admin may link an identity to an account in the admin). The provider's e-mail address and names are
     kept up to date; ``project_roles`` (slug -> role, from the groups claim) gives the user that role in
     each of those projects that exists, but never takes a project's last admin away."""
-    try:
-        with transaction.atomic():
-            user = _oidc_user(issuer=issuer, subject=subject, email=email, hints=(preferred_username, email))
-    except IntegrityError:  # the same first sign-in twice at once: the other one made the user
-        user = OidcIdentity.objects.get(issuer=issuer, subject=subject).user
+    for attempt in (1, 2):
+        # Two first sign-ins at once (the same subject, or two wanting one username): the second is tried
+        # again, and finds the other's user or the next free name.
+        try:
+            with transaction.atomic():
+                user = _oidc_user(
+                    issuer=issuer, subject=subject, email=email, hints=(preferred_username, email)
+                )
+            break
+        except IntegrityError:
+            if attempt == 2:
+                raise
     with transaction.atomic():
         fields = {"email": email, "first_name": first_name[:150], "last_name": last_name[:150]}
         changed = [name for name, value in fields.items() if value and getattr(user, name) != value]

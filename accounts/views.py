@@ -397,8 +397,8 @@ def _refused(request, refused: oidc.SignInRefused) -> HttpResponse:
 
 
 class OidcStartView(OIDCAuthenticationRequestView):
-    """The "Sign in with <provider>" link: off to the provider's authorization endpoint, with a state, a nonce and
-    a PKCE challenge kept in the session (mozilla-django-oidc)."""
+    """The "Sign in with <provider>" link: off to the provider's authorization endpoint, with a state, a
+    nonce and a PKCE challenge kept in the session (mozilla-django-oidc)."""
 
     def __init__(self, **kwargs) -> None:
         super(OIDCAuthenticationRequestView, self).__init__(**kwargs)  # its endpoint is read in get()
