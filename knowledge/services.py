@@ -438,7 +438,8 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
         raise ValidationError({"target": RELATION_TO_ITSELF})
     if source.project_id != target.project_id:
         raise ValidationError({"target": RELATION_OTHER_PROJECT.format(source=source.pk, target=target.pk)})
-    with transaction.atomic(), history_context(action="relate"):
+    # The event's label says relate; the request's history context says who, by which key and channel.
+    with transaction.atomic():
         # One relation write per project at a time: two concurrent supersedes cannot close a cycle
         # that neither saw.
         Project.objects.select_for_update().filter(pk=source.project_id).first()
@@ -471,7 +472,7 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
 def unrelate(*, relation: Relation, actor=None) -> None:
     """Remove ``relation``; its ``unrelate`` event records who, which key and which channel. Removing
     one that is gone already does nothing."""
-    with transaction.atomic(), history_context(action="unrelate"):
+    with transaction.atomic():
         Relation.objects.filter(pk=relation.pk).delete()
 
 
