@@ -11,6 +11,9 @@ urlpatterns = [
     path("items/<int:pk>/", views.item_detail, name="item"),
     path("items/<int:pk>/edit/", views.item_edit, name="item-edit"),
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),
+    path("items/<int:pk>/relations/", views.item_relate, name="item-relate"),
+    path("items/<int:pk>/relations/<int:relation>/delete/", views.item_unrelate, name="item-unrelate"),
+    path("items/<int:pk>/supersede/", views.item_supersede, name="item-supersede"),
     path(
         "items/<int:pk>/history/<int:version>/restore/",
         views.item_version_restore,

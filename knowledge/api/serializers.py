@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.conf import settings
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -11,7 +12,7 @@ from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
 from knowledge import selectors
 from knowledge.keywords import text_error
-from knowledge.models import Action, ImportJob, KnowledgeItem, Snapshot
+from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, Snapshot
 from knowledge.ranking import Hit
 
 
@@ -134,6 +135,60 @@ class PassageSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+CHANNEL_HELP = f"{', '.join(CHANNELS[:-1])} or {CHANNELS[-1]}."
+RELATION_KIND_HELP = f"{', '.join(RelationKind.values[:-1])} or {RelationKind.values[-1]}."
+DIRECTION_HELP = (
+    f"{OUT!r}: this item is the source (it supersedes the other); {IN!r}: the target (superseded by)."
+)
+
+
+class RelatedItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+
+
+class RelationOutputSerializer(serializers.Serializer):
+    """A relation as one of its items sees it (knowledge.selectors.Link.as_dict)."""
+
+    id = serializers.IntegerField(help_text="The relation's id (DELETE /items/{id}/relations/{relation}/).")
+    kind = serializers.ChoiceField(choices=RelationKind.values, help_text=RELATION_KIND_HELP)
+    direction = serializers.ChoiceField(choices=[OUT, IN], help_text=DIRECTION_HELP)
+    label = serializers.CharField(help_text='How it reads from this item: "supersedes", "superseded by" …')
+    item = RelatedItemSerializer(help_text="The item at the other end.")
+
+
+class ItemRelationOutputSerializer(RelationOutputSerializer):
+    in_trash = serializers.BooleanField(help_text="The other item is in the trash (or moved to tasks).")
+
+
+class RelationCreateInputSerializer(InputSerializer):
+    target = serializers.IntegerField(min_value=1, help_text="The other item's id, in the same project.")
+    kind = serializers.ChoiceField(choices=RelationKind.values, help_text=RELATION_KIND_HELP)
+
+
+class RelationEventOutputSerializer(serializers.Serializer):
+    action = serializers.CharField(source="pgh_label", help_text="relate or unrelate.")
+    source = serializers.IntegerField(source="source_id")
+    kind = serializers.CharField(help_text=RELATION_KIND_HELP)
+    target = serializers.IntegerField(source="target_id")
+    recorded_at = serializers.DateTimeField(source="pgh_created_at")
+    user = serializers.CharField(source="user_name", allow_null=True, help_text="Who: a username.")
+    key = serializers.SerializerMethodField(help_text="The API key's name, if one was used.")
+    channel = serializers.SerializerMethodField(help_text=CHANNEL_HELP)
+
+    def get_key(self, event) -> str | None:
+        return event.context.get("key")
+
+    def get_channel(self, event) -> str | None:
+        return event.context.get("channel")
+
+
+class SupersededBySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    url = serializers.CharField(help_text="The newer item in the API.")
+
+
 class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
@@ -150,14 +205,23 @@ class HitSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The passage of the item that matched the query best (its cosine is the item's).",
     )
+    relations = RelationOutputSerializer(
+        many=True, help_text="The item's relations whose other item is in memory (not in the trash)."
+    )
+    superseded_by = SupersededBySerializer(
+        allow_null=True,
+        help_text="The newer item that supersedes this one, if any: it still ranks by the formula.",
+    )
 
 
-def hits_data(hits: Sequence[Hit]) -> list[dict]:
+def hits_data(hits: Sequence[Hit], links: Mapping[int, list] | None = None) -> list[dict]:
     """The one hit serializer the API and MCP answer with (HitSerializer describes it in the schema).
 
     Plain dicts: the items go through ItemOutputSerializer once for the whole response, the rest is read
-    off each hit, so a response builds its serializer fields once rather than once per hit.
+    off each hit, so a response builds its serializer fields once rather than once per hit. ``links``:
+    each hit's relations by item id, as ``selectors.search_for`` found them (``Found.links``).
     """
+    links = links or {}
     items = ItemOutputSerializer([hit.item for hit in hits], many=True).data
     return [
         {
@@ -173,9 +237,19 @@ def hits_data(hits: Sequence[Hit]) -> list[dict]:
             "unresolved_references": list(hit.unresolved_references),
             "highlights": _spans_data(hit.highlights),
             "passage": _span_data(getattr(hit, "passage", None)),
+            "relations": [link.as_dict() for link in links.get(hit.item.pk, ())],
+            "superseded_by": _superseded_by(links.get(hit.item.pk, ())),
         }
         for hit, item in zip(hits, items, strict=True)
     ]
+
+
+def _superseded_by(links) -> dict | None:
+    newer = next((link for link in links if link.superseded_by), None)
+    if newer is None:
+        return None
+    url = reverse("api:item", kwargs={"pk": newer.other_id})
+    return {"id": newer.other_id, "title": newer.other_title, "url": url}
 
 
 def _span_data(span) -> dict | None:
@@ -219,7 +293,6 @@ class TrashedItemOutputSerializer(ItemOutputSerializer):
 
 
 ACTION_HELP = f"{', '.join(Action.values[:-1])} or {Action.values[-1]}."
-CHANNEL_HELP = f"{', '.join(CHANNELS[:-1])} or {CHANNELS[-1]}."
 
 
 class VersionOutputSerializer(serializers.Serializer):
