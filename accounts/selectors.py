@@ -129,3 +129,8 @@ def allowed_scopes(*, user, project: Project | None = None) -> list[str]:
         memberships = memberships.filter(project=project)
     granted = set().union(*(ROLE_SCOPES[Role(role)] for role in memberships.values_list("role", flat=True)))
     return [scope for scope in Scope.values if scope in granted]
+
+
+def user_memberships(*, user, projects) -> QuerySet[Membership]:
+    """The user's memberships of ``projects`` (their role, and whether they get the weekly digest)."""
+    return Membership.objects.filter(user=user, project__in=projects)

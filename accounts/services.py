@@ -70,7 +70,10 @@ def parse_scopes(raw: str | list[str]) -> list[str]:
 
 
 @transaction.atomic
-def api_key_create(*, owner, name: str, scopes: list[str], project: Project | None = None) -> NewApiKey:
+def api_key_create(
+    *, owner, name: str, scopes: list[str], project: Project | None = None, is_agent: bool = False
+) -> NewApiKey:
+    """A new key; ``is_agent``: an agent uses it, so what it writes waits in the review inbox."""
     scopes = parse_scopes(scopes)
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
@@ -78,6 +81,7 @@ def api_key_create(*, owner, name: str, scopes: list[str], project: Project | No
         project=project,
         name=name.strip() or "API key",
         scopes=scopes,
+        is_agent=is_agent,
         prefix=secret[: len(SECRET_PREFIX) + 6],
         hashed_secret=hash_secret(secret),
     )
@@ -381,3 +385,8 @@ def password_reset_request(*, address: str, email: str, now: datetime | None = N
         return False
     PasswordResetRequest.objects.create(address=address, account=account, requested_at=now)
     return True
+
+
+def membership_digest_set(*, user, project: Project, enabled: bool) -> bool:
+    """Ask for (or stop) the project's weekly review digest by e-mail; whether the user is a member."""
+    return bool(Membership.objects.filter(user=user, project=project).update(weekly_digest=enabled))

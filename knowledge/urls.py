@@ -11,6 +11,12 @@ urlpatterns = [
     path("items/<int:pk>/", views.item_detail, name="item"),
     path("items/<int:pk>/edit/", views.item_edit, name="item-edit"),
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),
+    path("items/<int:pk>/confirm/", views.item_confirm, name="item-confirm"),
+    path("review/", views.review, name="review"),
+    path("review/approve/", views.review_approve, name="review-approve"),
+    path("review/trash/", views.review_trash, name="review-trash"),
+    path("review/pairs/<int:pk>/", views.review_pair, name="review-pair"),
+    path("review/digest/", views.review_digest, name="review-digest"),
     path(
         "items/<int:pk>/history/<int:version>/restore/",
         views.item_version_restore,
