@@ -441,3 +441,91 @@ class ReviewPair(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.first_id} ~ #{self.second_id} ({self.cosine:.3f})"
+
+
+class RelationKind(models.TextChoices):
+    """How one item stands to another; each reads from both ends (RELATION_LABELS)."""
+
+    SUPERSEDES = "supersedes", _("supersedes")
+    CONTRADICTS = "contradicts", _("contradicts")
+    RELATES_TO = "relates_to", _("relates to")
+    DEPENDS_ON = "depends_on", _("depends on")
+    DUPLICATES = "duplicates", _("duplicates")
+    DERIVED_FROM = "derived_from", _("derived from")
+
+
+# What a relation says read from its source ("out") and from its target ("in"): #12 supersedes #5,
+# #5 is superseded by #12.
+RELATION_LABELS = {
+    RelationKind.SUPERSEDES: (_("supersedes"), _("superseded by")),
+    RelationKind.CONTRADICTS: (_("contradicts"), _("contradicted by")),
+    RelationKind.RELATES_TO: (_("relates to"), _("related to")),
+    RelationKind.DEPENDS_ON: (_("depends on"), _("needed by")),
+    RelationKind.DUPLICATES: (_("duplicates"), _("duplicated by")),
+    RelationKind.DERIVED_FROM: (_("derived from"), _("source of")),
+}
+OUT, IN = "out", "in"
+
+
+def relation_label(kind: str, direction: str) -> str:
+    """``kind`` as read from the source (OUT) or the target (IN), translated."""
+    forward, reverse = RELATION_LABELS[RelationKind(kind)]
+    return str(forward if direction == OUT else reverse)
+
+
+class Relation(models.Model):
+    """A typed, directed link between two items of one project: ``source`` <kind> ``target``.
+
+    A relation stays in place while either end is in the trash (or moved to tasks): it is shown only
+    while both ends are in memory, so it leaves with an item and comes back when the item is restored.
+    Purging an item deletes its relations.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="relations_out")
+    target = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="relations_in")
+    kind = models.CharField(max_length=20, choices=RelationKind.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "kind"], name="unique_relation"),
+            models.CheckConstraint(condition=~Q(source=models.F("target")), name="relation_not_to_itself"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.source_id} {self.kind} #{self.target_id}"
+
+    def label(self, direction: str) -> str:
+        return relation_label(self.kind, direction)
+
+
+class RelationEvent(
+    pghistory.create_event_model(
+        Relation,
+        # Triggers, as for items: a relation made or removed is recorded with who, by which key and
+        # which channel (the request's history context).
+        pghistory.InsertEvent("relate"),
+        pghistory.DeleteEvent("unrelate"),
+        fields=["project", "source", "target", "kind"],
+        obj_field=pghistory.ObjForeignKey(
+            related_name="events", on_delete=models.DO_NOTHING, db_constraint=False, null=True
+        ),
+        context_field=pghistory.ContextJSONField(),
+        context_id_field=None,
+    )
+):
+    """One relation made (``relate``) or removed (``unrelate``); the source and target ids stay as
+    they were, whatever happened to the items since."""
+
+    class Meta:
+        ordering = ["-pgh_id"]
+        triggers = [pgtrigger.Protect(name="relation_events_never_change", operation=pgtrigger.Update)]
+
+    @property
+    def context(self) -> dict:
+        return self.pgh_context or {}

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
@@ -20,13 +20,19 @@ from gitsync.models import Commit
 from knowledge import embeddings
 from knowledge.keywords import text_error
 from knowledge.models import (
+    IN,
+    OUT,
     ImportJob,
     ItemSource,
     ItemVersion,
     KnowledgeItem,
+    Relation,
+    RelationEvent,
+    RelationKind,
     ReviewPair,
     Snapshot,
     normalize_tag,
+    relation_label,
 )
 from knowledge.query_syntax import Understood, understand
 from knowledge.ranking import SearchFilters, SearchResult, reference_status, search
@@ -215,11 +221,106 @@ def search_filters(*, projects, understood: Understood, tags=(), text: str = "")
 
 
 @dataclass(frozen=True)
+class Link:
+    """A relation as one of its ends sees it: ``direction`` OUT when that end is the source."""
+
+    id: int
+    kind: str
+    direction: str
+    other_id: int
+    other_title: str
+    # The other end is in the trash (or moved to tasks): shown on the item page, left out of hits.
+    other_gone: bool = False
+
+    @property
+    def label(self) -> str:
+        """ "supersedes", "superseded by" … translated."""
+        return relation_label(self.kind, self.direction)
+
+    @property
+    def superseded_by(self) -> bool:
+        """This end is superseded by the other."""
+        return self.kind == RelationKind.SUPERSEDES and self.direction == IN
+
+    def as_dict(self) -> dict:
+        """What a hit or an item's relations answer with: small."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "direction": self.direction,
+            "label": self.label,
+            "item": {"id": self.other_id, "title": self.other_title},
+        }
+
+
+def relations_of(*, item: KnowledgeItem) -> QuerySet[Relation]:
+    """Every relation with ``item`` at either end (whatever stands at the other end)."""
+    return Relation.objects.filter(Q(source=item) | Q(target=item)).select_related("source", "target")
+
+
+def links_for(*, item_ids: Sequence[int], include_gone: bool = False) -> dict[int, list[Link]]:
+    """The relations of each of ``item_ids`` from its own end, in ONE query: each item's list (empty if
+    none), ordered by kind then id. A relation whose other end is in the trash or in tasks is left out
+    unless ``include_gone``."""
+    links: dict[int, list[Link]] = {pk: [] for pk in item_ids}
+    if not item_ids:
+        return links
+    rows = (
+        Relation.objects.filter(Q(source_id__in=item_ids) | Q(target_id__in=item_ids))
+        .order_by("kind", "id")
+        .values_list(
+            "id",
+            "kind",
+            "source_id",
+            "target_id",
+            "source__title",
+            "target__title",
+            "source__deleted_at",
+            "source__archived_at",
+            "target__deleted_at",
+            "target__archived_at",
+        )
+    )
+    for pk, kind, source, target, s_title, t_title, s_del, s_arch, t_del, t_arch in rows:
+        ends = [
+            (source, OUT, target, t_title, t_del or t_arch),
+            (target, IN, source, s_title, s_del or s_arch),
+        ]
+        for own, direction, other, title, gone in ends:
+            if own in links and (include_gone or gone is None):
+                links[own].append(Link(pk, kind, direction, other, title, gone is not None))
+    return links
+
+
+def item_links(*, item: KnowledgeItem) -> list[Link]:
+    """An item's relations from both ends, those whose other end is in the trash included (flagged)."""
+    return links_for(item_ids=[item.pk], include_gone=True)[item.pk]
+
+
+def relation_get(*, item: KnowledgeItem, pk: int) -> Relation:
+    """One relation of ``item`` (at either end); 404 otherwise."""
+    return get_object_or_404(relations_of(item=item), pk=pk)
+
+
+def relation_events(*, item_id: int) -> QuerySet[RelationEvent]:
+    """The relations made and removed with ``item_id`` at either end, newest first, with ``user_name``."""
+    user_id = Cast(KT("pgh_context__user"), IntegerField())
+    users = get_user_model().objects.filter(pk=OuterRef("context_user")).values("username")
+    return (
+        RelationEvent.objects.filter(Q(source_id=item_id) | Q(target_id=item_id))
+        .annotate(context_user=user_id, user_name=Subquery(users[:1]))
+        .order_by("-pgh_id")
+    )
+
+
+@dataclass(frozen=True)
 class Found:
-    """A search as every door answers it: what the query was understood to ask, and the ranked hits."""
+    """A search as every door answers it: what the query was understood to ask, the ranked hits, and
+    each hit's relations (by item id; those with the other end in memory)."""
 
     understood: Understood
     result: SearchResult
+    links: dict[int, list[Link]] = field(default_factory=dict)
 
 
 def search_for(
@@ -261,7 +362,8 @@ def search_for(
     except embeddings.EmbeddingUnavailable:
         raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
     metrics.observe_search(result)
-    return Found(understood=understood, result=result)
+    links = links_for(item_ids=[hit.item.pk for hit in result.hits])
+    return Found(understood=understood, result=result, links=links)
 
 
 def _named_project(readable, slug: str) -> list[Project]:

@@ -14,7 +14,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from pgvector.psycopg.vector import register_vector_info
@@ -34,12 +35,15 @@ from knowledge.models import (
     ItemVersion,
     KnowledgeItem,
     Passage,
+    Relation,
+    RelationEvent,
+    RelationKind,
     ReviewPair,
     Snapshot,
     embedded_text,
     normalize_tag,
 )
-from knowledge.signals import import_queued, items_pending
+from knowledge.signals import import_queued, item_superseded, items_pending
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -345,16 +349,26 @@ def item_untrash(*, item: KnowledgeItem) -> None:
 
 
 def item_purge(*, item: KnowledgeItem) -> None:
-    """Delete an item from the trash for good, with its history."""
+    """Delete an item from the trash for good, with its history and its relations (and theirs)."""
     with transaction.atomic():
-        KnowledgeItem.objects.filter(pk=item.pk).trashed().delete()
+        purged = list(KnowledgeItem.objects.filter(pk=item.pk).trashed().values_list("pk", flat=True))
+        KnowledgeItem.objects.filter(pk__in=purged).delete()
+        _forget_relations(purged)
+
+
+def _forget_relations(item_ids: list[int]) -> None:
+    """Drop the relation history naming purged items, as their own history goes with them."""
+    if item_ids:
+        RelationEvent.objects.filter(Q(source_id__in=item_ids) | Q(target_id__in=item_ids)).delete()
 
 
 def trash_purge_expired(*, now: datetime | None = None) -> int:
     """Purge every item that has been in the trash longer than CONTEXTFORGE_TRASH_DAYS; how many."""
     cutoff = (now or timezone.now()) - timedelta(days=settings.CONTEXTFORGE_TRASH_DAYS)
     with transaction.atomic():
-        _total, by_model = KnowledgeItem.objects.filter(deleted_at__lt=cutoff).delete()
+        purged = list(KnowledgeItem.objects.filter(deleted_at__lt=cutoff).values_list("pk", flat=True))
+        _total, by_model = KnowledgeItem.objects.filter(pk__in=purged).delete()
+        _forget_relations(purged)
     return by_model.get(KnowledgeItem._meta.label, 0)
 
 
@@ -534,6 +548,124 @@ def items_cut_passages(*, batch: int = 32) -> int:
         short = [item.pk for item in items if item.pk not in cut]
         KnowledgeItem.objects.filter(pk__in=short).update(passages_cut=True)
     return len(items)
+
+
+# ----- relations ---------------------------------------------------------------------------------
+
+RELATION_KIND_UNKNOWN = _("Not a kind of relation: {kind}. One of: {kinds}.")
+RELATION_TO_ITSELF = _("An item cannot be related to itself.")
+RELATION_OTHER_PROJECT = _("Item #{target} belongs to another project than #{source}.")
+RELATION_EXISTS = _("#{source} already {label} #{target}.")
+RELATION_CYCLE = _("That would make a cycle of supersedes: {cycle}.")
+# Kinds that read the same both ways: #3 contradicts #5 is #5 contradicts #3, and is refused twice.
+SYMMETRIC_KINDS = (RelationKind.CONTRADICTS, RelationKind.RELATES_TO)
+
+
+def _supersedes_path(*, project_id: int, start: int, goal: int) -> list[int] | None:
+    """The ids along a chain of ``supersedes`` from ``start`` to ``goal`` in the project, if one exists
+    (trashed items included: restoring one must not close a cycle)."""
+    edges: dict[int, list[int]] = {}
+    rows = Relation.objects.filter(project_id=project_id, kind=RelationKind.SUPERSEDES)
+    for source, target in rows.values_list("source_id", "target_id"):
+        edges.setdefault(source, []).append(target)
+    previous: dict[int, int | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for other in edges.get(node, ()):
+                if other not in previous:
+                    previous[other] = node
+                    nxt.append(other)
+        if goal in previous:
+            path: list[int] = []
+            node_or_none: int | None = goal
+            while node_or_none is not None:
+                path.append(node_or_none)
+                node_or_none = previous[node_or_none]
+            return path[::-1]
+        frontier = nxt
+    return None
+
+
+def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=None) -> Relation:
+    """Record that ``source`` <kind> ``target`` (items of one project), with a history event naming
+    who, which key and which channel. A ValidationError names the field: ``kind`` for an unknown kind,
+    ``target`` for the item itself, an item of another project, a relation that exists already or a
+    cycle of supersedes (the cycle is named)."""
+    if kind not in RelationKind.values:
+        raise ValidationError(
+            {"kind": RELATION_KIND_UNKNOWN.format(kind=shown(kind), kinds=", ".join(RelationKind.values))}
+        )
+    if source.pk == target.pk:
+        raise ValidationError({"target": RELATION_TO_ITSELF})
+    if source.project_id != target.project_id:
+        raise ValidationError({"target": RELATION_OTHER_PROJECT.format(source=source.pk, target=target.pk)})
+    with transaction.atomic(), history_context(action="relate"):
+        # One relation write per project at a time: two concurrent supersedes cannot close a cycle
+        # that neither saw.
+        Project.objects.select_for_update().filter(pk=source.project_id).first()
+        pairs = [(source.pk, target.pk)]
+        if kind in SYMMETRIC_KINDS:
+            pairs.append((target.pk, source.pk))
+        for one, other in pairs:
+            if Relation.objects.filter(source_id=one, target_id=other, kind=kind).exists():
+                label = Relation(kind=kind).label("out")
+                raise ValidationError(
+                    {"target": RELATION_EXISTS.format(source=one, label=label, target=other)}
+                )
+        if kind == RelationKind.SUPERSEDES:
+            path = _supersedes_path(project_id=source.project_id, start=target.pk, goal=source.pk)
+            if path is not None:
+                cycle = " → ".join(f"#{pk}" for pk in [source.pk, *path])
+                raise ValidationError({"target": RELATION_CYCLE.format(cycle=cycle)})
+        try:
+            with transaction.atomic():
+                return Relation.objects.create(
+                    project_id=source.project_id, source=source, target=target, kind=kind, created_by=actor
+                )
+        except IntegrityError:  # made meanwhile by another request
+            label = Relation(kind=kind).label("out")
+            raise ValidationError(
+                {"target": RELATION_EXISTS.format(source=source.pk, label=label, target=target.pk)}
+            ) from None
+
+
+def unrelate(*, relation: Relation, actor=None) -> None:
+    """Remove ``relation``; its ``unrelate`` event records who, which key and which channel. Removing
+    one that is gone already does nothing."""
+    with transaction.atomic(), history_context(action="unrelate"):
+        Relation.objects.filter(pk=relation.pk).delete()
+
+
+def supersede(
+    *,
+    item: KnowledgeItem,
+    title: str,
+    content: str,
+    actor=None,
+    trash_old: bool = False,
+    tags: list[str] | None = None,
+) -> KnowledgeItem:
+    """Replace ``item`` with a new version in one step: create the new item (with the old one's tags
+    unless ``tags`` are given), link it ``supersedes`` the old one, and move the old one to the trash
+    if ``trash_old`` (otherwise it stays, marked superseded, as history). Sends ``item_superseded``
+    on commit."""
+    with transaction.atomic(), history_context(superseded=item.pk):
+        new = item_create(
+            project=item.project,
+            title=title,
+            content=content,
+            tags=list(item.tags) if tags is None else tags,
+            created_by=actor,
+        )
+        relate(source=new, target=item, kind=RelationKind.SUPERSEDES, actor=actor)
+        if trash_old:
+            item_delete(item=item)
+        transaction.on_commit(
+            lambda: item_superseded.send(sender=KnowledgeItem, item=new, superseded=item, trashed=trash_old)
+        )
+    return new
 
 
 # ----- snapshots ---------------------------------------------------------------------------------

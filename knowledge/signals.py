@@ -10,3 +10,6 @@ from django.dispatch import Signal
 items_pending = Signal()
 # Sent on commit with ``job_id``: an import job that waits for a worker to run it.
 import_queued = Signal()
+# Sent on commit with ``item`` (the new item), ``superseded`` (the one it replaces) and ``trashed``
+# (whether the old one went to the trash): knowledge.services.supersede.
+item_superseded = Signal()

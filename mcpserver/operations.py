@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
@@ -30,7 +31,7 @@ from knowledge.api.serializers import (
 )
 from knowledge.importers import markdown
 from knowledge.importers.exports import check_export_format, export
-from knowledge.models import KnowledgeItem
+from knowledge.models import IN, OUT, KnowledgeItem
 from knowledge.ranking.signals import (
     GIT_WEIGHT,
     GIT_WINDOW_DAYS,
@@ -134,7 +135,7 @@ def memory_query(
     # The REST API's hits, ranked; MCP has called the signals the breakdown since its first release.
     hits = [
         {"rank": rank, "breakdown": hit.pop("signals"), **hit}
-        for rank, hit in enumerate(hits_data(found.result.hits), start=1)
+        for rank, hit in enumerate(hits_data(found.result.hits, found.links), start=1)
     ]
     data = {
         "query": query,
@@ -156,6 +157,11 @@ def _query_text(query: str, hits: list[dict]) -> str:
             f"score {hit['score']:.3f} (cos {b['cosine']:.3f}, recency {b['recency']:.2f}, "
             f"git {b['git']:.2f}, proposal x{b['proposal_penalty']:.1f}) tags: {_tags_text(item['tags'])}"
         )
+        if newer := hit["superseded_by"]:
+            lines.append(f"   SUPERSEDED by #{newer['id']} {newer['title']} (memory_get(id={newer['id']}))")
+        others = [r for r in hit["relations"] if not (r["kind"] == "supersedes" and r["direction"] == "in")]
+        if others:
+            lines.append("   " + "; ".join(_relation_text(r) for r in others))
         if hit["live_references"]:
             lines.append(f"   live files: {', '.join(hit['live_references'])}")
         if hit["highlights"]:
@@ -168,11 +174,19 @@ def _query_text(query: str, hits: list[dict]) -> str:
 # ----- memory_get / ingest / update / delete ----------------------------------------------------
 
 
+def _relation_text(relation: dict) -> str:
+    return f"{relation['label']} #{relation['item']['id']} {relation['item']['title']}"
+
+
 @reads_only
 def memory_get(caller: Caller, *, id: int) -> Outcome:
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     data = versioned_item_data(item)
-    return Outcome(data=data, text=_item_text(data))
+    text = _item_text(data)
+    links = [link.as_dict() for link in selectors.item_links(item=item) if not link.other_gone]
+    if links:
+        text += "\n\nrelations: " + "; ".join(map(_relation_text, links))
+    return Outcome(data=data, text=text)
 
 
 def _item_text(data: dict, *, verb: str | None = None) -> str:
@@ -328,6 +342,55 @@ def memory_delete(caller: Caller, *, id: int) -> Outcome:
         text=f"Moved memory #{data['deleted_id']} {data['title']!r} of {data['project']} to the trash "
         f"(memory_untrash(id={data['deleted_id']}) brings it back).",
     )
+
+
+# ----- relations and supersede -------------------------------------------------------------------
+
+
+def _related_pair(caller: Caller, id: int, target: int) -> tuple[KnowledgeItem, KnowledgeItem]:
+    """The item ``id`` and the item ``target``, both readable and the first writable; a target the
+    caller cannot read is a ValidationError on ``target`` (the path's item exists)."""
+    require_scope(caller, "write")
+    projects = readable_projects(caller)
+    item = selectors.item_get(projects=projects, pk=id)
+    ensure_may_write(caller, item.project)
+    other = selectors.items_for(projects=projects).filter(pk=target).first()
+    if other is None:
+        raise ValidationError({"target": f"No memory item #{target} in the projects this key may read."})
+    return item, other
+
+
+def memory_relate(caller: Caller, *, id: int, target: int, kind: str) -> Outcome:
+    item, other = _related_pair(caller, id, target)
+    relation = services.relate(source=item, target=other, kind=kind, actor=caller.user)
+    data = next(link for link in selectors.item_links(item=item) if link.id == relation.pk).as_dict()
+    return Outcome(data=data, text=f"Recorded: #{item.pk} {_relation_text(data)}.")
+
+
+def memory_unrelate(caller: Caller, *, id: int, target: int, kind: str) -> Outcome:
+    item, other = _related_pair(caller, id, target)
+    relation = (
+        selectors.relations_of(item=item)
+        .filter(kind=kind)
+        .filter(Q(source=item, target=other) | Q(source=other, target=item))
+        .first()
+    )
+    if relation is None:
+        raise ValidationError({"target": f"#{item.pk} has no '{kind}' relation with #{other.pk}."})
+    direction = OUT if relation.source_id == item.pk else IN
+    text = f"Removed: #{item.pk} {relation.label(direction)} #{other.pk}."
+    services.unrelate(relation=relation, actor=caller.user)
+    return Outcome(data={"removed": relation.pk}, text=text)
+
+
+def memory_supersede(caller: Caller, *, id: int, title: str, content: str, trash_old: bool) -> Outcome:
+    require_scope(caller, "write")
+    old = selectors.item_get(projects=readable_projects(caller), pk=id)
+    ensure_may_write(caller, old.project)
+    new = services.supersede(item=old, title=title, content=content, actor=caller.user, trash_old=trash_old)
+    data = versioned_item_data(new)
+    fate = "moved to the trash" if trash_old else "kept as history, marked superseded"
+    return Outcome(data=data, text=f"{_item_text(data, verb='Saved')}\nIt supersedes #{old.pk} ({fate}).")
 
 
 # ----- history and trash --------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from knowledge.api.serializers import (
 )
 from knowledge.importers import FORMATS
 from knowledge.importers.exports import EXPORT_FORMATS
-from knowledge.models import TEST_TAG
+from knowledge.models import TEST_TAG, RelationKind
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
 from mcpserver import operations
@@ -127,6 +127,19 @@ class Highlights(BaseModel):
     content: list[Span]
 
 
+class RelatedItem(BaseModel):
+    id: int
+    title: str
+
+
+class Relation(BaseModel):
+    id: int
+    kind: str
+    direction: str = Field(description="out: this item is the source; in: the target.")
+    label: str
+    item: RelatedItem
+
+
 class Hit(BaseModel):
     rank: int
     score: float = Field(description=FORMULA)
@@ -141,6 +154,8 @@ class Hit(BaseModel):
         description="The passage of the item that matched the query best: its offsets in the content.",
     )
     item: Item
+    relations: list[Relation] = []
+    superseded_by: RelatedItem | None = Field(default=None, description="The newer item replacing this one.")
 
 
 class Understood(BaseModel):
@@ -369,6 +384,10 @@ Content = Annotated[
         description="The fact itself, self-contained. Mention real file paths: items tied to "
         "recently committed files rank higher.",
     ),
+]
+RelationKindName = Annotated[
+    Literal[tuple(RelationKind.values)],
+    Field(description="supersedes, contradicts, relates_to, depends_on, duplicates or derived_from."),
 ]
 TaskId = Annotated[
     int,
@@ -621,6 +640,50 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     )
     async def memory_delete(id: ItemId, ctx: Context) -> Annotated[CallToolResult, DeleteResult]:
         return await _run(caller_for, ctx, operations.memory_delete, id=id)
+
+    @server.tool(
+        title="Relate two memory items",
+        annotations=WRITE,
+        description="Record that item id <kind> item target (same project), e.g. 12 supersedes 5. "
+        "Needs the 'write' scope.",
+    )
+    async def memory_relate(
+        id: ItemId, target: ItemId, kind: RelationKindName, ctx: Context
+    ) -> Annotated[CallToolResult, Relation]:
+        return await _run(caller_for, ctx, operations.memory_relate, id=id, target=target, kind=kind)
+
+    @server.tool(
+        title="Remove a relation",
+        annotations=WRITE,
+        description="Remove the <kind> relation between items id and target (either direction).",
+    )
+    async def memory_unrelate(
+        id: ItemId, target: ItemId, kind: RelationKindName, ctx: Context
+    ) -> CallToolResult:
+        return await _run(caller_for, ctx, operations.memory_unrelate, id=id, target=target, kind=kind)
+
+    @server.tool(
+        title="Replace a memory item with a new version",
+        annotations=WRITE,
+        description="Save a new item that supersedes item id (its tags carried over); the old one is "
+        "kept as history, or moved to the trash with trash_old. Needs the 'write' scope.",
+    )
+    async def memory_supersede(
+        id: ItemId,
+        title: Title,
+        content: Content,
+        ctx: Context,
+        trash_old: Annotated[bool, Field(description="Move the old item to the trash.")] = False,
+    ) -> Annotated[CallToolResult, Item]:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.memory_supersede,
+            id=id,
+            title=title,
+            content=content,
+            trash_old=trash_old,
+        )
 
     @server.tool(
         title="History of a memory item",

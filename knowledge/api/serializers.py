@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.conf import settings
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -11,7 +12,7 @@ from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
 from knowledge import selectors
 from knowledge.keywords import text_error
-from knowledge.models import Action, ImportJob, KnowledgeItem, ReviewPair, Snapshot
+from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, ReviewPair, Snapshot
 from knowledge.ranking import Hit
 
 
@@ -174,6 +175,42 @@ class PassageSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+RELATION_KIND_HELP = f"{', '.join(RelationKind.values[:-1])} or {RelationKind.values[-1]}."
+DIRECTION_HELP = (
+    f"{OUT!r}: this item is the source (it supersedes the other); {IN!r}: the target (superseded by)."
+)
+
+
+class RelatedItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+
+
+class RelationOutputSerializer(serializers.Serializer):
+    """A relation as one of its items sees it (knowledge.selectors.Link.as_dict)."""
+
+    id = serializers.IntegerField(help_text="The relation's id (DELETE /items/{id}/relations/{relation}/).")
+    kind = serializers.ChoiceField(choices=RelationKind.values, help_text=RELATION_KIND_HELP)
+    direction = serializers.ChoiceField(choices=[OUT, IN], help_text=DIRECTION_HELP)
+    label = serializers.CharField(help_text='How it reads from this item: "supersedes", "superseded by" …')
+    item = RelatedItemSerializer(help_text="The item at the other end.")
+
+
+class ItemRelationOutputSerializer(RelationOutputSerializer):
+    in_trash = serializers.BooleanField(help_text="The other item is in the trash (or moved to tasks).")
+
+
+class RelationCreateInputSerializer(InputSerializer):
+    target = serializers.IntegerField(min_value=1, help_text="The other item's id, in the same project.")
+    kind = serializers.ChoiceField(choices=RelationKind.values, help_text=RELATION_KIND_HELP)
+
+
+class SupersededBySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    url = serializers.CharField(help_text="The newer item in the API.")
+
+
 class HitSerializer(serializers.Serializer):
     item = ItemOutputSerializer()
     score = serializers.FloatField()
@@ -190,14 +227,23 @@ class HitSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The passage of the item that matched the query best (its cosine is the item's).",
     )
+    relations = RelationOutputSerializer(
+        many=True, help_text="The item's relations whose other item is in memory (not in the trash)."
+    )
+    superseded_by = SupersededBySerializer(
+        allow_null=True,
+        help_text="The newer item that supersedes this one, if any: it still ranks by the formula.",
+    )
 
 
-def hits_data(hits: Sequence[Hit]) -> list[dict]:
+def hits_data(hits: Sequence[Hit], links: Mapping[int, list] | None = None) -> list[dict]:
     """The one hit serializer the API and MCP answer with (HitSerializer describes it in the schema).
 
     Plain dicts: the items go through ItemOutputSerializer once for the whole response, the rest is read
-    off each hit, so a response builds its serializer fields once rather than once per hit.
+    off each hit, so a response builds its serializer fields once rather than once per hit. ``links``:
+    each hit's relations by item id, as ``selectors.search_for`` found them (``Found.links``).
     """
+    links = links or {}
     items = ItemOutputSerializer([hit.item for hit in hits], many=True).data
     return [
         {
@@ -213,9 +259,19 @@ def hits_data(hits: Sequence[Hit]) -> list[dict]:
             "unresolved_references": list(hit.unresolved_references),
             "highlights": _spans_data(hit.highlights),
             "passage": _span_data(getattr(hit, "passage", None)),
+            "relations": [link.as_dict() for link in links.get(hit.item.pk, ())],
+            "superseded_by": _superseded_by(links.get(hit.item.pk, ())),
         }
         for hit, item in zip(hits, items, strict=True)
     ]
+
+
+def _superseded_by(links) -> dict | None:
+    newer = next((link for link in links if link.superseded_by), None)
+    if newer is None:
+        return None
+    url = reverse("api:item", kwargs={"pk": newer.other_id})
+    return {"id": newer.other_id, "title": newer.other_title, "url": url}
 
 
 def _span_data(span) -> dict | None:

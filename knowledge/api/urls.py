@@ -8,6 +8,12 @@ urlpatterns = [
     path("items/export/", views.ItemExportApi.as_view(), name="items-export"),
     path("items/<int:pk>/", views.ItemDetailApi.as_view(), name="item"),
     path("items/<int:pk>/history/", views.ItemHistoryApi.as_view(), name="item-history"),
+    path("items/<int:pk>/relations/", views.ItemRelationsApi.as_view(), name="item-relations"),
+    path(
+        "items/<int:pk>/relations/<int:relation>/",
+        views.ItemRelationApi.as_view(),
+        name="item-relation",
+    ),
     path(
         "items/<int:pk>/history/<int:version>/restore/",
         views.ItemVersionRestoreApi.as_view(),

@@ -176,6 +176,58 @@ class ItemVersionRestoreApi(APIView):
         return item_response(services.item_revert(item=item, version=target))
 
 
+RELATED_ITEM_UNKNOWN = _("No item #{pk} in the projects you may read.")
+
+
+class ItemRelationsApi(APIView):
+    @extend_schema(
+        operation_id="items_relations_list",
+        responses={200: s.ItemRelationOutputSerializer(many=True), 404: ERROR_RESPONSE},
+        description="The item's relations from both ends: a relation it is the source of reads "
+        "'supersedes #12' (direction out), one it is the target of 'superseded by #12' (direction in). "
+        "Those whose other item is in the trash are listed with in_trash: they come back with it.",
+    )
+    def get(self, request, pk: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        links = selectors.item_links(item=item)
+        return Response([link.as_dict() | {"in_trash": link.other_gone} for link in links])
+
+    @extend_schema(
+        operation_id="items_relations_create",
+        request=s.RelationCreateInputSerializer,
+        responses={201: s.ItemRelationOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Relate this item (the source) to another item of its project (the target): "
+        "'this <kind> target'. Refused with a 400 naming the field for an item of another project, "
+        "the item itself, a relation that exists, or a cycle of supersedes (the cycle is named).",
+    )
+    def post(self, request, pk: int):
+        projects = request_projects(request)
+        item = selectors.item_get(projects=projects, pk=pk)
+        ensure_may(request, item.project, "write")
+        data = validated(s.RelationCreateInputSerializer, request.data)
+        try:
+            target = selectors.item_get(projects=projects, pk=data["target"])
+        except Http404:
+            raise ApplicationError(RELATED_ITEM_UNKNOWN.format(pk=data["target"]), field="target") from None
+        relation = services.relate(source=item, target=target, kind=data["kind"], actor=request.user)
+        link = next(link for link in selectors.item_links(item=item) if link.id == relation.pk)
+        return Response(link.as_dict() | {"in_trash": False}, status=status.HTTP_201_CREATED)
+
+
+class ItemRelationApi(APIView):
+    @extend_schema(
+        operation_id="items_relations_destroy",
+        responses={204: None, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE},
+        description="Remove one relation of the item (either end); recorded in the relation history.",
+    )
+    def delete(self, request, pk: int, relation: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        found = selectors.relation_get(item=item, pk=relation)
+        ensure_may(request, item.project, "write")
+        services.unrelate(relation=found, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class TrashListApi(GenericAPIView):
     serializer_class = s.TrashedItemOutputSerializer
 
@@ -291,7 +343,7 @@ class SearchApi(APIView):
             min_score=data.get("min_score"),
         )
         body = {
-            "results": s.hits_data(found.result.hits),
+            "results": s.hits_data(found.result.hits, found.links),
             "understood": found.understood.as_dict(),
             "took_ms": round(found.result.took_ms, 2),
         }

@@ -45,6 +45,9 @@ MEMORY_TOOLS = {
     "memory_untrash",
     "memory_import",
     "memory_export",
+    "memory_relate",
+    "memory_unrelate",
+    "memory_supersede",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
@@ -55,6 +58,9 @@ WRITE_TOOLS = {
     "memory_delete": {"id": 1},
     "memory_restore": {"id": 1, "version": 1},
     "memory_untrash": {"id": 1},
+    "memory_relate": {"id": 1, "target": 2, "kind": "relates_to"},
+    "memory_unrelate": {"id": 1, "target": 2, "kind": "relates_to"},
+    "memory_supersede": {"id": 1, "title": "Newer fact", "content": "Deploys go out on Mondays."},
     "task_create": {"title": "Deploy on Tuesday", "priority": "high"},
     "task_update": {"id": 1, "status": "done"},
     "wish_to_task": {"item_id": 1},

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0007_agent_keys_and_weekly_digest'),
-        ('knowledge', '0018_importjob_heartbeat'),
+        ('knowledge', '0019_relation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
