@@ -516,3 +516,61 @@ def review_queue(*, projects, limit: int = REVIEW_SHOWN) -> ReviewQueue:
         stale=entries,
         expired=list(expired[:limit]),
     )
+
+
+# ----- the weekly digest -----------------------------------------------------------------------------
+
+DIGEST_SHOWN = 20  # lines of each part of a digest; the counts are whole
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What happened in a project's memory between ``since`` and ``until``, for its weekly e-mail."""
+
+    project: Project
+    since: object
+    until: object
+    unreviewed: list[KnowledgeItem]  # written by agents in the window, still waiting
+    pairs: list[ReviewPair]  # possible duplicates and conflicts found in the window, still open
+    expired: list[KnowledgeItem]  # whose valid_until passed in the window
+    changed: list[KnowledgeItem]  # created or edited in the window
+    superseded: list[Relation]  # "X supersedes Y" recorded in the window
+    waiting: dict[str, int]  # the inbox's whole counts now
+
+    @property
+    def empty(self) -> bool:
+        return not (self.unreviewed or self.pairs or self.expired or self.changed or self.superseded)
+
+
+def digest_for(*, project: Project, since, until) -> Digest:
+    items = items_for(projects=[project])
+    queue = review_queue(projects=[project], limit=0)
+    return Digest(
+        project=project,
+        since=since,
+        until=until,
+        unreviewed=list(
+            items.unreviewed()
+            .filter(updated_at__gte=since, updated_at__lt=until)
+            .order_by("-updated_at")[:DIGEST_SHOWN]
+        ),
+        pairs=list(
+            open_pairs(projects=[project]).filter(found_at__gte=since, found_at__lt=until)[:DIGEST_SHOWN]
+        ),
+        expired=list(
+            items.expired(until.date())
+            .filter(valid_until__gte=since.date())
+            .order_by("valid_until", "id")[:DIGEST_SHOWN]
+        ),
+        changed=list(
+            items.filter(updated_at__gte=since, updated_at__lt=until).order_by("-updated_at")[:DIGEST_SHOWN]
+        ),
+        superseded=list(
+            Relation.objects.filter(
+                project=project, kind=RelationKind.SUPERSEDES, created_at__gte=since, created_at__lt=until
+            )
+            .select_related("source", "target")
+            .order_by("-created_at")[:DIGEST_SHOWN]
+        ),
+        waiting=queue.counts,
+    )

@@ -14,14 +14,16 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-from accounts.models import Project
+from accounts.models import Membership, Project
 from accounts.selectors import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
@@ -501,9 +503,23 @@ def pair_resolve(*, pair: ReviewPair, resolution: str, user) -> ReviewPair:
     return pair
 
 
+# What each resolution records, as (kind, source, target) read off the pair: "first" is the older item.
+PAIR_RELATIONS = {
+    ReviewPair.Resolution.MERGED: (RelationKind.DUPLICATES, "first", "second"),
+    ReviewPair.Resolution.SUPERSEDES: (RelationKind.SUPERSEDES, "second", "first"),
+    ReviewPair.Resolution.CONTRADICTS: (RelationKind.CONTRADICTS, "second", "first"),
+}
+
+
 def _pair_relate(*, pair: ReviewPair, resolution: str, user) -> None:
-    """The relation a resolution records between the pair's items (none for a dismissal)."""
-    return None
+    """The relation a resolution records between the pair's items (none for a dismissal), through the
+    one relate service (history included); one that exists already is left as it is."""
+    if resolution not in PAIR_RELATIONS:
+        return
+    kind, source, target = PAIR_RELATIONS[resolution]
+    source, target = getattr(pair, source), getattr(pair, target)
+    if not Relation.objects.filter(source=source, target=target, kind=kind).exists():
+        relate(source=source, target=target, kind=kind, actor=user)
 
 
 def items_embed(*, item_ids: Iterable[int]) -> int:
@@ -1485,3 +1501,38 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()
     return job
+
+
+# ----- the weekly review digest ---------------------------------------------------------------------
+
+DIGEST_DAYS = 7
+DIGEST_SUBJECT = _("[ContextForge] {project}: the week in review")
+
+
+def digests_send(*, now: datetime | None = None) -> int:
+    """E-mail each member who asked for it (Membership.weekly_digest, with an e-mail address) the digest of
+    the past DIGEST_DAYS of their project: what entered the review inbox, what changed, what was
+    superseded. A quiet week sends nothing. How many e-mails were sent."""
+    until = now or timezone.now()
+    since = until - timedelta(days=DIGEST_DAYS)
+    subscribers = (
+        Membership.objects.filter(weekly_digest=True, user__is_active=True)
+        .exclude(user__email="")
+        .select_related("user", "project")
+        .order_by("project_id", "user_id")
+    )
+    digests: dict[int, selectors.Digest] = {}
+    sent = 0
+    for membership in subscribers:
+        project = membership.project
+        if project.pk not in digests:
+            digests[project.pk] = selectors.digest_for(project=project, since=since, until=until)
+        digest = digests[project.pk]
+        if digest.empty:
+            continue
+        with translation.override(settings.LANGUAGE_CODE):
+            context = {"digest": digest, "user": membership.user, "base_url": settings.CONTEXTFORGE_BASE_URL}
+            body = render_to_string("knowledge/digest_email.txt", context)
+            subject = str(DIGEST_SUBJECT).format(project=project.name)
+        sent += send_mail(subject, body, None, [membership.user.email])
+    return sent

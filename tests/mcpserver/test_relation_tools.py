@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def pair(cast):
     old = make_item(cast.project, "Deploys run on Jenkins", "The deploy pipeline runs on Jenkins nightly.")
-    new = make_item(cast.project, "Deploys run on GitHub Actions", "The deploy pipeline runs on GitHub Actions.")
+    new = make_item(
+        cast.project, "Deploys run on GitHub Actions", "The deploy pipeline runs on GitHub Actions."
+    )
     return old, new
 
 
