@@ -393,7 +393,7 @@ PAIR_RESOLVED = _("This pair was resolved already.")
 PAIR_RESOLUTION_INVALID = _("Not a resolution: {value!r}. One of: {choices}.")
 # Two items of a project whose first passages' cosine is at least this are recorded as a pair to review:
 # measured on labelled pairs (bench/review_pairs.py, bench/RESULTS.md "Possible duplicates and conflicts").
-PAIR_COSINE = 0.8
+PAIR_COSINE = 0.72
 # The nearest items one write compares with: a pair per neighbour above the threshold, at most this many.
 PAIR_NEIGHBOURS = 3
 
