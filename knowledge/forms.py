@@ -9,7 +9,7 @@ from accounts.models import Project
 from contextforge.history import CHANNELS
 from knowledge.importers import FORMATS
 from knowledge.importers.exports import EXPORT_FORMATS
-from knowledge.models import parse_tags
+from knowledge.models import IN, OUT, RELATION_LABELS, RelationKind, parse_tags
 from knowledge.services import FILE_TOO_LARGE
 
 
@@ -167,3 +167,51 @@ class ExportForm(forms.Form):
         self.fields["project"].queryset = projects
         if projects.count() == 1:
             self.fields["project"].initial = projects.first()
+
+
+def relation_choices() -> list[tuple[str, str]]:
+    """Every way this item may stand to the one picked: "supersedes" (this item is the source) and
+    "superseded by" ("supersedes:in": the picked item is the source); a kind that reads the same both
+    ways is offered once."""
+    choices = []
+    for kind, (forward, reverse) in RELATION_LABELS.items():
+        choices.append((f"{kind}:{OUT}", forward))
+        if kind not in (RelationKind.CONTRADICTS, RelationKind.RELATES_TO):
+            choices.append((f"{kind}:{IN}", reverse))
+    return choices
+
+
+class RelationForm(forms.Form):
+    """Relate the item of the page to the item picked from a search."""
+
+    kind = forms.ChoiceField(label=_("This item"), choices=relation_choices)
+    other = forms.IntegerField(label=_("Item"), min_value=1, widget=forms.RadioSelect)
+
+    def relation(self) -> tuple[str, str]:
+        """The kind and the direction chosen."""
+        kind, direction = self.cleaned_data["kind"].split(":")
+        return kind, direction
+
+
+class RelationSearchForm(forms.Form):
+    relate_q = forms.CharField(label=_("Find the other item"), required=False, max_length=200)
+
+
+class SupersedeForm(forms.Form):
+    title = forms.CharField(label=_("Title"), max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    content = forms.CharField(
+        label=_("Content"),
+        widget=forms.Textarea(attrs={"rows": 10}),
+        max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH,
+        strip=False,
+    )
+    tags = TagsField(label=_("Tags"), required=False, help_text=_("Separated by spaces or commas."))
+    old = forms.ChoiceField(
+        label=_("The old version"),
+        choices=[
+            ("keep", _("Keep it as history, marked superseded")),
+            ("trash", _("Move it to the trash")),
+        ],
+        initial="keep",
+        widget=forms.RadioSelect,
+    )

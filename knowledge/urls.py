@@ -17,6 +17,9 @@ urlpatterns = [
     path("review/trash/", views.review_trash, name="review-trash"),
     path("review/pairs/<int:pk>/", views.review_pair, name="review-pair"),
     path("review/digest/", views.review_digest, name="review-digest"),
+    path("items/<int:pk>/relations/", views.item_relate, name="item-relate"),
+    path("items/<int:pk>/relations/<int:relation>/delete/", views.item_unrelate, name="item-unrelate"),
+    path("items/<int:pk>/supersede/", views.item_supersede, name="item-supersede"),
     path(
         "items/<int:pk>/history/<int:version>/restore/",
         views.item_version_restore,

@@ -40,11 +40,14 @@ from knowledge.forms import (
     ImportForm,
     ItemForm,
     ItemListForm,
+    RelationForm,
+    RelationSearchForm,
     SearchForm,
     SnapshotForm,
+    SupersedeForm,
 )
 from knowledge.importers.exports import export
-from knowledge.models import TEST_TAG, KnowledgeItem
+from knowledge.models import OUT, TEST_TAG, KnowledgeItem
 from knowledge.query_syntax import parts, without
 from knowledge.ranking import reference_status, signals
 from knowledge.text import PROPOSAL_MARKERS, version_diff
@@ -102,8 +105,14 @@ def item_detail(request, pk: int):
         # Its old address names where it went: the task made from it.
         return render(request, "knowledge/item_moved.html", {"item": moved}, status=404)
     may_write = may_change(user=request.user, project_id=item.project_id)
+    relating = _relation_candidates(request, item) if may_write else {}
+    if request.htmx and "relate_q" in request.GET:
+        return render(request, "knowledge/item_detail.html#relation-candidates", {"item": item, **relating})
     references = reference_status(item)
     context = {
+        **relating,
+        "links": selectors.item_links(item=item),
+        "relation_events": selectors.relation_events(item_id=item.pk)[:RELATION_EVENTS_SHOWN],
         "item": item,
         "may_write": may_write,
         "history": _history(item),
@@ -118,6 +127,93 @@ def item_detail(request, pk: int):
         "source": selectors.item_source(item=item),
     }
     return render(request, "knowledge/item_detail.html", context)
+
+
+RELATION_EVENTS_SHOWN = 10
+RELATION_CANDIDATES_SHOWN = 10
+
+
+def _relation_candidates(request, item) -> dict:
+    """The relation form of the item page: what the search for the other item found (by words of its
+    title or content, or by #id), as a plain GET form does it without JavaScript and htmx as you type."""
+    search = RelationSearchForm(request.GET or None)
+    text = search.cleaned_data["relate_q"].strip() if search.is_valid() else ""
+    candidates: list = []
+    if text:
+        others = selectors.items_for(projects=[item.project_id]).exclude(pk=item.pk)
+        number = text.lstrip("#")
+        if number.isdigit():
+            candidates = list(others.filter(pk=int(number)))
+        candidates += list(
+            selectors.items_listed(projects=[item.project_id], text=text).exclude(
+                pk__in=[item.pk, *(c.pk for c in candidates)]
+            )[:RELATION_CANDIDATES_SHOWN]
+        )
+    return {
+        "relation_search": search,
+        "relation_form": RelationForm(),
+        "relate_q": text,
+        "candidates": candidates,
+    }
+
+
+@require_POST
+def item_relate(request, pk: int):
+    item = _writable_item(request, pk)
+    form = RelationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _("Pick an item and how this item stands to it."))
+        return redirect(reverse("dashboard:item", args=[item.pk]) + "#relations")
+    kind, direction = form.relation()
+    other = selectors.items_for(projects=projects_for(user=request.user)).filter(
+        pk=form.cleaned_data["other"]
+    )
+    try:
+        if not other.exists():
+            raise ValidationError(
+                {"target": _("No item #%(pk)s that you may see.") % {"pk": form.cleaned_data["other"]}}
+            )
+        source, target = (item, other.get()) if direction == OUT else (other.get(), item)
+        services.relate(source=source, target=target, kind=kind, actor=request.user)
+    except ValidationError as exc:
+        for error in exc.messages:
+            messages.error(request, error)
+    else:
+        messages.success(request, _("Relation saved."))
+    return redirect(reverse("dashboard:item", args=[item.pk]) + "#relations")
+
+
+@require_POST
+def item_unrelate(request, pk: int, relation: int):
+    item = _writable_item(request, pk)
+    services.unrelate(relation=selectors.relation_get(item=item, pk=relation), actor=request.user)
+    messages.success(request, _("Relation removed."))
+    return redirect(reverse("dashboard:item", args=[item.pk]) + "#relations")
+
+
+@require_http_methods(["GET", "POST"])
+def item_supersede(request, pk: int):
+    """Replace with a new version: the new item supersedes this one, which is kept as history or
+    moved to the trash."""
+    item = _writable_item(request, pk)
+    initial = {"title": item.title, "content": item.content, "tags": item.tags, "old": "keep"}
+    form = SupersedeForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            new = services.supersede(
+                item=item,
+                title=form.cleaned_data["title"],
+                content=form.cleaned_data["content"],
+                tags=form.cleaned_data["tags"],
+                actor=request.user,
+                trash_old=form.cleaned_data["old"] == "trash",
+            )
+        except ValidationError as exc:
+            apply_errors(form, exc)
+        else:
+            messages.success(request, _("Saved. It supersedes “%(title)s”.") % {"title": item.title})
+            return redirect("dashboard:item", pk=new.pk)
+    return render(request, "knowledge/item_supersede.html", {"form": form, "item": item})
 
 
 def _form_page(request, form: ItemForm, item=None, newer=None):
@@ -340,6 +436,7 @@ def search_page(request):
         else:
             result = found.result
             context["result"] = result
+            context["links"] = found.links
             # Weak similarity still shows, after the rest: ranked by the formula within each group.
             context["hits"] = [h for h in result.hits if h.signals.cosine >= WEAK_SIMILARITY]
             context["weaker_hits"] = [h for h in result.hits if h.signals.cosine < WEAK_SIMILARITY]
