@@ -81,11 +81,11 @@ def threshold() -> dict:
 
 
 def cost(notes: int, rounds: int) -> dict:
-    from bench import data
-    from bench.imports import notes_zip
     from django.db import connection
 
     from accounts import services as accounts
+    from bench import data
+    from bench.imports import notes_zip
     from knowledge import services
     from knowledge.models import ImportJob, KnowledgeItem, ReviewPair
 

@@ -11,11 +11,17 @@ from __future__ import annotations
 DUPLICATES = [
     (
         ("JWT signing", "Access tokens are signed with RS256 using the key in src/lib/auth/keys.ts."),
-        ("How we sign JWTs", "We sign our access tokens with RS256; the private key lives in src/lib/auth/keys.ts."),
+        (
+            "How we sign JWTs",
+            "We sign our access tokens with RS256; the private key lives in src/lib/auth/keys.ts.",
+        ),
     ),
     (
         ("Deploys", "Production deploys go through the GitHub Actions workflow deploy.yml, never by hand."),
-        ("Deploying to production", "Never deploy production by hand: always use the deploy.yml GitHub Actions workflow."),
+        (
+            "Deploying to production",
+            "Never deploy production by hand: always use the deploy.yml GitHub Actions workflow.",
+        ),
     ),
     (
         ("Database migrations", "Run migrations with `make migrate` before starting the app after a pull."),
@@ -23,7 +29,10 @@ DUPLICATES = [
     ),
     (
         ("Feature flags", "Feature flags are read from LaunchDarkly through src/flags.ts; default to off."),
-        ("Where flags come from", "We read feature flags from LaunchDarkly via src/flags.ts, and every flag defaults to off."),
+        (
+            "Where flags come from",
+            "We read feature flags from LaunchDarkly via src/flags.ts, and every flag defaults to off.",
+        ),
     ),
     (
         ("Logging format", "Services log JSON lines to stdout; the collector ships them to Loki."),
@@ -31,11 +40,17 @@ DUPLICATES = [
     ),
     (
         ("Password hashing", "User passwords are hashed with Argon2id (time cost 3, memory 64 MB)."),
-        ("How passwords are stored", "We store user passwords as Argon2id hashes with time cost 3 and 64 MB of memory."),
+        (
+            "How passwords are stored",
+            "We store user passwords as Argon2id hashes with time cost 3 and 64 MB of memory.",
+        ),
     ),
     (
         ("Timezones", "Store all timestamps in UTC; convert to the user's zone only in the UI."),
-        ("Timestamps are UTC", "All timestamps are stored in UTC and converted to the user's time zone in the UI only."),
+        (
+            "Timestamps are UTC",
+            "All timestamps are stored in UTC and converted to the user's time zone in the UI only.",
+        ),
     ),
     (
         ("API pagination", "List endpoints paginate with a cursor parameter, 50 items per page."),
@@ -55,7 +70,10 @@ DUPLICATES = [
     ),
     (
         ("Image uploads", "Uploaded images are resized to 1600 px and stored in the S3 bucket media-prod."),
-        ("Where uploads go", "We resize uploaded images to 1600 px wide and keep them in the media-prod S3 bucket."),
+        (
+            "Where uploads go",
+            "We resize uploaded images to 1600 px wide and keep them in the media-prod S3 bucket.",
+        ),
     ),
 ]
 
@@ -133,7 +151,10 @@ CONTRADICTIONS = [
     ),
     (
         ("Caching user profiles", "User profiles are cached in Redis for 10 minutes."),
-        ("User profiles are not cached", "User profiles are never cached; always read them from the database."),
+        (
+            "User profiles are not cached",
+            "User profiles are never cached; always read them from the database.",
+        ),
     ),
     (
         ("Email sending", "Transactional e-mail is sent synchronously in the request."),
