@@ -412,6 +412,7 @@ def item_confirm(*, item: KnowledgeItem, user) -> KnowledgeItem:
     with transaction.atomic(), history_context(action=Action.CONFIRM):
         KnowledgeItem.objects.filter(pk=item.pk).update(verified_at=timezone.now(), verified_by=user)
     item.refresh_from_db(fields=["verified_at", "verified_by"])
+    item.__dict__.pop("verifier", None)  # the name read with the item (with_verifier) is the old one
     return item
 
 
