@@ -21,6 +21,13 @@ class ApiKeyForm(forms.Form):
     scopes = forms.MultipleChoiceField(
         label=_("Scopes"), choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.READ]
     )
+    is_agent = forms.BooleanField(
+        label=_("An agent's key"),
+        required=False,
+        help_text=_(
+            "What an agent writes with it arrives unreviewed, for a person to approve in the review inbox."
+        ),
+    )
 
     def __init__(self, *args, projects=None, allowed_scopes=None, scopes_for=None, **kwargs):
         """``allowed_scopes``: the scopes offered; ``scopes_for(project)``: those the owner's role allows

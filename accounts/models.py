@@ -72,6 +72,8 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    # The member asked for the project's weekly review digest by e-mail (knowledge.digest).
+    weekly_digest = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -135,6 +137,8 @@ class ApiKey(models.Model):
     )
     name = models.CharField(max_length=100)
     scopes = ArrayField(models.CharField(max_length=10, choices=Scope.choices), default=list)
+    # Its creator says an agent uses it: what it writes waits in the review inbox as unreviewed.
+    is_agent = models.BooleanField(_("agent's key"), default=False)
     prefix = models.CharField(
         max_length=20, help_text=_("The first characters of the secret, shown in lists.")
     )

@@ -135,3 +135,8 @@ def oidc_user(*, issuer: str, subject: str):
     """The user an OpenID Connect identity was given to, or None on its first sign-in."""
     identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
     return identity.user if identity else None
+
+
+def user_memberships(*, user, projects) -> QuerySet[Membership]:
+    """The user's memberships of ``projects`` (their role, and whether they get the weekly digest)."""
+    return Membership.objects.filter(user=user, project__in=projects)

@@ -75,7 +75,10 @@ def parse_scopes(raw: str | list[str]) -> list[str]:
 
 
 @transaction.atomic
-def api_key_create(*, owner, name: str, scopes: list[str], project: Project | None = None) -> NewApiKey:
+def api_key_create(
+    *, owner, name: str, scopes: list[str], project: Project | None = None, is_agent: bool = False
+) -> NewApiKey:
+    """A new key; ``is_agent``: an agent uses it, so what it writes waits in the review inbox."""
     scopes = parse_scopes(scopes)
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
@@ -83,6 +86,7 @@ def api_key_create(*, owner, name: str, scopes: list[str], project: Project | No
         project=project,
         name=name.strip() or "API key",
         scopes=scopes,
+        is_agent=is_agent,
         prefix=secret[: len(SECRET_PREFIX) + 6],
         hashed_secret=hash_secret(secret),
     )
@@ -469,3 +473,8 @@ def _group_role(user, slug: str, role: str) -> None:
             membership_change_role(membership=membership, role=role)
         except ValidationError:
             logger.warning("%s stays admin of %s: the last admin is not demoted by a group", user, slug)
+
+
+def membership_digest_set(*, user, project: Project, enabled: bool) -> bool:
+    """Ask for (or stop) the project's weekly review digest by e-mail; whether the user is a member."""
+    return bool(Membership.objects.filter(user=user, project=project).update(weekly_digest=enabled))

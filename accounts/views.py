@@ -68,6 +68,7 @@ def key_list(request):
                 name=form.cleaned_data["name"],
                 scopes=form.cleaned_data["scopes"],
                 project=form.cleaned_data["project"],
+                is_agent=form.cleaned_data["is_agent"],
             )
             # POST/redirect/GET: a reload shows the list, and never creates a second key.
             request.session[NEW_KEY_SECRET] = created.secret

@@ -374,6 +374,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 # ContextForge itself.
+# Where people reach this installation: the links of e-mails (the weekly review digest) start with it.
+CONTEXTFORGE_BASE_URL = (os.environ.get("CONTEXTFORGE_BASE_URL") or "http://localhost:8000").rstrip("/")
+# The weekly review digest goes out on this day of the week (0 = Sunday … 6 = Saturday) at this hour.
+CONTEXTFORGE_DIGEST_WEEKDAY = env_int("CONTEXTFORGE_DIGEST_WEEKDAY", 1)
+CONTEXTFORGE_DIGEST_HOUR = env_int("CONTEXTFORGE_DIGEST_HOUR", 7)
 # What the health check reports to signed-in staff beside the database: name -> a callable returning JSON.
 CONTEXTFORGE_HEALTH_CHECKS = {"embedder": "knowledge.embeddings.status"}
 CONTEXTFORGE_EMBEDDING_MODEL = os.environ.get("CONTEXTFORGE_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
@@ -489,6 +494,11 @@ CELERY_BEAT_SCHEDULE = {
     "fail-stale-imports": {
         "task": "knowledge.tasks.fail_stale_imports",
         "schedule": timedelta(seconds=2 * CONTEXTFORGE_IMPORT_HEARTBEAT_S),
+    },
+    # The review digest of the past week, to each member who asked for it (knowledge.services.digests_send).
+    "weekly-review-digest": {
+        "task": "knowledge.tasks.send_weekly_digests",
+        "schedule": crontab(day_of_week=CONTEXTFORGE_DIGEST_WEEKDAY, hour=CONTEXTFORGE_DIGEST_HOUR, minute=0),
     },
 }
 

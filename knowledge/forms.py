@@ -33,6 +33,12 @@ class ItemForm(forms.Form):
         strip=False,
     )
     tags = TagsField(label=_("Tags"), required=False, help_text=_("Separated by spaces or commas."))
+    valid_until = forms.DateField(
+        label=_("Valid until"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        help_text=_("Optional: the last day this is known to hold. After it the item shows as expired."),
+    )
     # The version the edit was opened at: a save over a newer change shows that change instead.
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 

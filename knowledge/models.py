@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
 
 import pghistory
 import pgtrigger
@@ -9,7 +10,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import ExpressionWrapper, Q
+from django.db.models import ExpressionWrapper, F, Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import CosineDistance, VectorField
 
@@ -84,6 +86,18 @@ class KnowledgeItemQuerySet(models.QuerySet):
     def with_cosine(self, vector) -> KnowledgeItemQuerySet:
         return self.annotate(cosine=1 - CosineDistance("embedding", vector))
 
+    def with_verifier(self) -> KnowledgeItemQuerySet:
+        """Items with ``verifier``: the username of who last confirmed them still true (one join)."""
+        return self.annotate(verifier=F("verified_by__username"))
+
+    def unreviewed(self) -> KnowledgeItemQuerySet:
+        """Items whose last write came from an agent and that no person has approved since."""
+        return self.filter(unreviewed=True)
+
+    def expired(self, today: date) -> KnowledgeItemQuerySet:
+        """Items past their ``valid_until`` that nobody confirmed still true after that date."""
+        return self.filter(valid_until__lt=today).exclude(verified_at__date__gt=F("valid_until"))
+
 
 class KnowledgeItem(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
@@ -118,6 +132,18 @@ class KnowledgeItem(models.Model):
     # yet; every write that embeds an item cuts it, so new and edited items are True.
     # (A database default too, for rows written by a raw COPY or INSERT: bench/, say.)
     passages_cut = models.BooleanField(default=True, db_default=True, editable=False)
+    # The last day the fact is known to hold (optional): past it, the item is shown as expired and waits
+    # in the review inbox; it still ranks by the formula, like every item.
+    valid_until = models.DateField(_("valid until"), null=True, blank=True)
+    # The last "still true": who checked the item and when. Not an edit: updated_at (and so recency) is
+    # the age of the text (see the ranking help page).
+    verified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    verified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # True while the last write came from an agent (MCP, or an API key marked as an agent's) and no
+    # person has approved it since. (A database default too, for rows a raw COPY writes.)
+    unreviewed = models.BooleanField(default=False, db_default=False, editable=False)
     # What a keyword filter matches (knowledge/keywords.py), kept by PostgreSQL itself on every write.
     search_vector = models.GeneratedField(
         expression=keywords.document(), output_field=SearchVectorField(), db_persist=True, editable=False
@@ -136,6 +162,13 @@ class KnowledgeItem(models.Model):
             models.Index(name="item_project_version", fields=["project", "version"]),
             # What the background re-cut looks for; empty once it is done.
             models.Index(name="item_passages_uncut", fields=["id"], condition=Q(passages_cut=False)),
+            # The review inbox's unreviewed and dated items: few of a project's items.
+            models.Index(name="item_unreviewed", fields=["project"], condition=Q(unreviewed=True)),
+            models.Index(
+                name="item_valid_until",
+                fields=["project", "valid_until"],
+                condition=Q(valid_until__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -150,6 +183,25 @@ class KnowledgeItem(models.Model):
     @property
     def embedded_text(self) -> str:
         return embedded_text(self.title, self.content)
+
+    @property
+    def checked_at(self) -> datetime:
+        """When a person last vouched for the text: its last update, or a later "still true"."""
+        if self.verified_at is not None and self.verified_at > self.updated_at:
+            return self.verified_at
+        return self.updated_at
+
+    def is_expired(self, today: date) -> bool:
+        return (
+            self.valid_until is not None
+            and self.valid_until < today
+            and not (self.verified_at is not None and self.verified_at.date() > self.valid_until)
+        )
+
+    @property
+    def expired(self) -> bool:
+        """Past ``valid_until`` (in the server's time zone) and not confirmed since (templates read it)."""
+        return self.is_expired(timezone.localdate())
 
 
 def embedded_text(title: str, content: str) -> str:
@@ -193,11 +245,24 @@ class Action(models.TextChoices):
     TO_TASKS = "to_tasks", _("moved to tasks")
     TO_MEMORY = "to_memory", _("back to memory")
     IMPORT = "import", _("imported")
+    CONFIRM = "confirm", _("confirmed still true")
+    APPROVE = "approve", _("approved")
 
 
 # What a version holds: the text a person wrote and where the item stood (in memory, tasks or trash).
 # Never the embedding (restoring re-embeds) nor the columns derived from the text.
-VERSIONED_FIELDS = ["project", "title", "content", "tags", "archived_at", "deleted_at"]
+# A confirmation ("still true"), an approval and a validity date are recorded too: who vouched for what.
+VERSIONED_FIELDS = [
+    "project",
+    "title",
+    "content",
+    "tags",
+    "archived_at",
+    "deleted_at",
+    "valid_until",
+    "verified_at",
+    "unreviewed",
+]
 
 
 class ItemVersion(
@@ -326,6 +391,56 @@ class ImportJob(models.Model):
             if self.total
             else (100 if self.status == self.Status.DONE else 0)
         )
+
+
+class ReviewPairQuerySet(models.QuerySet):
+    def open(self) -> ReviewPairQuerySet:
+        """Pairs nobody resolved yet whose two items are both still in memory."""
+        return self.filter(
+            resolution="",
+            first__deleted_at__isnull=True,
+            first__archived_at__isnull=True,
+            second__deleted_at__isnull=True,
+            second__archived_at__isnull=True,
+        )
+
+
+class ReviewPair(models.Model):
+    """Two items of one project whose embeddings are close enough that they may say the same thing, or
+    contradict each other (knowledge.services.pairs_find records them when an item is embedded). Kept
+    once resolved, dismissed included: the same pair is never asked about again."""
+
+    class Resolution(models.TextChoices):
+        OPEN = "", _("open")
+        MERGED = "merged", _("merged (the older duplicates the newer)")
+        SUPERSEDES = "supersedes", _("the newer supersedes the older")
+        CONTRADICTS = "contradicts", _("they contradict each other")
+        DISMISSED = "dismissed", _("dismissed")
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # first.pk < second.pk: the older item first, and one row per pair whichever item found it.
+    first = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="+", db_index=False)
+    second = models.ForeignKey(KnowledgeItem, on_delete=models.CASCADE, related_name="+")
+    cosine = models.FloatField()
+    found_at = models.DateTimeField()
+    resolution = models.CharField(max_length=20, choices=Resolution.choices, default="", blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReviewPairQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-found_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="review_pair_once"),
+            models.CheckConstraint(condition=Q(first__lt=F("second")), name="review_pair_ordered"),
+        ]
+        indexes = [models.Index(name="review_pair_open", fields=["project"], condition=Q(resolution=""))]
+
+    def __str__(self) -> str:
+        return f"#{self.first_id} ~ #{self.second_id} ({self.cosine:.3f})"
 
 
 class RelationKind(models.TextChoices):

@@ -8,12 +8,15 @@ from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Project
 from accounts.selectors import PROJECT_UNKNOWN
 from contextforge import metrics
 from contextforge.api import ApplicationError
+from gitsync import selectors as git_selectors
+from gitsync.models import Commit
 from knowledge import embeddings
 from knowledge.keywords import text_error
 from knowledge.models import (
@@ -26,12 +29,13 @@ from knowledge.models import (
     Relation,
     RelationEvent,
     RelationKind,
+    ReviewPair,
     Snapshot,
     normalize_tag,
     relation_label,
 )
 from knowledge.query_syntax import Understood, understand
-from knowledge.ranking import SearchFilters, SearchResult, search
+from knowledge.ranking import SearchFilters, SearchResult, reference_status, search
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
@@ -44,7 +48,12 @@ NEAR_DUPLICATES_SHOWN = 3
 
 
 def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
-    items = KnowledgeItem.objects.in_projects(projects).select_related("project").without_embedding()
+    items = (
+        KnowledgeItem.objects.in_projects(projects)
+        .select_related("project")
+        .without_embedding()
+        .with_verifier()
+    )
     if tag:
         items = items.filter(tags__contains=[normalize_tag(tag)])
     return items
@@ -402,3 +411,166 @@ def sourced_items(*, project, keys: list[str]) -> QuerySet[KnowledgeItem]:
 def item_source(*, item: KnowledgeItem) -> ItemSource | None:
     """Where an imported item came from (a file path, ``path@sha`` for a repository's), if it was imported."""
     return ItemSource.objects.filter(item=item).first()
+
+
+# ----- the review inbox ------------------------------------------------------------------------------
+
+REVIEW_SHOWN = 50  # entries of each section a page (or an API answer) lists; the counts are whole
+STALE_COMMITS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class StaleEntry:
+    """An item whose referenced files changed after it was last written or confirmed, or that names a
+    deleted file; with the commits that touched those files since."""
+
+    item: KnowledgeItem
+    last_change: object  # datetime of the latest commit to a file it names
+    deleted_references: tuple[str, ...]
+    commits: list[Commit]
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    counts: dict[str, int]
+    unreviewed: list[KnowledgeItem]
+    pairs: list[ReviewPair]
+    stale: list[StaleEntry]
+    expired: list[KnowledgeItem]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def unreviewed_items(*, projects) -> QuerySet[KnowledgeItem]:
+    return items_for(projects=projects).unreviewed().order_by("-updated_at", "-id")
+
+
+def expired_items(*, projects, today=None) -> QuerySet[KnowledgeItem]:
+    return items_for(projects=projects).expired(today or timezone.localdate()).order_by("valid_until", "id")
+
+
+def open_pairs(*, projects) -> QuerySet[ReviewPair]:
+    return (
+        ReviewPair.objects.filter(project__in=projects)
+        .open()
+        .select_related("first", "second", "project")
+        .defer("first__embedding", "first__search_vector", "second__embedding", "second__search_vector")
+        .order_by("-cosine", "-id")
+    )
+
+
+def pair_get(*, projects, pk: int) -> ReviewPair:
+    return get_object_or_404(
+        ReviewPair.objects.filter(project__in=projects).select_related("first", "second"), pk=pk
+    )
+
+
+def stale_items(*, projects) -> list[tuple[KnowledgeItem, object]]:
+    """The items of ``projects`` that may be stale, most recently touched first, each with how its
+    references stand: a file they name changed after the item was last written or confirmed (its
+    ``checked_at``), or one is deleted and nobody confirmed the item since that change."""
+    now = timezone.now()
+    found = []
+    for item in items_for(projects=projects).exclude(references=[]).order_by("id"):
+        status = reference_status(item, now)
+        if status.last_change is None:
+            continue
+        # A file changed (or was deleted) since the last update or "still true"; or the item names a
+        # deleted file and nobody has confirmed it since it was written.
+        if status.may_be_stale(item.checked_at) or (status.deleted and item.verified_at is None):
+            found.append((item, status))
+    return sorted(found, key=lambda pair: pair[1].last_change, reverse=True)
+
+
+def review_queue(*, projects, limit: int = REVIEW_SHOWN) -> ReviewQueue:
+    """What the review inbox lists for ``projects``: unreviewed items, open pairs, items that may be stale
+    and expired items, ``limit`` of each, and the whole count of each."""
+    unreviewed = unreviewed_items(projects=projects)
+    pairs = open_pairs(projects=projects)
+    expired = expired_items(projects=projects)
+    stale = stale_items(projects=projects)
+    entries = []
+    for item, status in stale[:limit]:
+        commits = git_selectors.commits_touching(
+            project_id=item.project_id, paths=item.references, limit=STALE_COMMITS_SHOWN
+        )
+        entries.append(
+            StaleEntry(
+                item=item,
+                last_change=status.last_change_at,
+                deleted_references=status.deleted,
+                commits=[c for c in commits if c.committed_at > item.checked_at] or commits[:1],
+            )
+        )
+    return ReviewQueue(
+        counts={
+            "unreviewed": unreviewed.count(),
+            "pairs": pairs.count(),
+            "stale": len(stale),
+            "expired": expired.count(),
+        },
+        unreviewed=list(unreviewed[:limit]),
+        pairs=list(pairs[:limit]),
+        stale=entries,
+        expired=list(expired[:limit]),
+    )
+
+
+# ----- the weekly digest -----------------------------------------------------------------------------
+
+DIGEST_SHOWN = 20  # lines of each part of a digest; the counts are whole
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What happened in a project's memory between ``since`` and ``until``, for its weekly e-mail."""
+
+    project: Project
+    since: object
+    until: object
+    unreviewed: list[KnowledgeItem]  # written by agents in the window, still waiting
+    pairs: list[ReviewPair]  # possible duplicates and conflicts found in the window, still open
+    expired: list[KnowledgeItem]  # whose valid_until passed in the window
+    changed: list[KnowledgeItem]  # created or edited in the window
+    superseded: list[Relation]  # "X supersedes Y" recorded in the window
+    waiting: dict[str, int]  # the inbox's whole counts now
+
+    @property
+    def empty(self) -> bool:
+        return not (self.unreviewed or self.pairs or self.expired or self.changed or self.superseded)
+
+
+def digest_for(*, project: Project, since, until) -> Digest:
+    items = items_for(projects=[project])
+    queue = review_queue(projects=[project], limit=0)
+    return Digest(
+        project=project,
+        since=since,
+        until=until,
+        unreviewed=list(
+            items.unreviewed()
+            .filter(updated_at__gte=since, updated_at__lt=until)
+            .order_by("-updated_at")[:DIGEST_SHOWN]
+        ),
+        pairs=list(
+            open_pairs(projects=[project]).filter(found_at__gte=since, found_at__lt=until)[:DIGEST_SHOWN]
+        ),
+        expired=list(
+            items.expired(until.date())
+            .filter(valid_until__gte=since.date())
+            .order_by("valid_until", "id")[:DIGEST_SHOWN]
+        ),
+        changed=list(
+            items.filter(updated_at__gte=since, updated_at__lt=until).order_by("-updated_at")[:DIGEST_SHOWN]
+        ),
+        superseded=list(
+            Relation.objects.filter(
+                project=project, kind=RelationKind.SUPERSEDES, created_at__gte=since, created_at__lt=until
+            )
+            .select_related("source", "target")
+            .order_by("-created_at")[:DIGEST_SHOWN]
+        ),
+        waiting=queue.counts,
+    )

@@ -10,18 +10,20 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-from accounts.models import Project
+from accounts.models import Membership, Project
 from accounts.selectors import PROJECT_UNKNOWN
 from contextforge.api import ApplicationError
 from contextforge.history import IMPORT, carry_context, history_context
@@ -38,6 +40,7 @@ from knowledge.models import (
     Relation,
     RelationEvent,
     RelationKind,
+    ReviewPair,
     Snapshot,
     embedded_text,
     normalize_tag,
@@ -57,6 +60,7 @@ TOO_MANY_TAGS = _("An item has at most {max} tags.")
 TIMESTAMP_INVALID = _("Not an ISO 8601 date-time with a time zone: {value!r}.")
 TIMESTAMP_IN_FUTURE = _("Later than the server clock: {value!r}.")
 UPDATED_BEFORE_CREATED = _("Earlier than created_at.")
+VALID_UNTIL_INVALID = _("Not a date (YYYY-MM-DD): {value!r}.")
 NOT_AN_OBJECT = _("Each item must be a JSON object.")
 UNKNOWN_FIELDS = _("Unknown field(s): {fields}.")
 STALE_VERSION = _(
@@ -130,6 +134,23 @@ def clean_item_fields(*, title, content, tags) -> tuple[str, str, list[str]]:
     if errors:
         raise ValidationError(errors)
     return title.strip(), content, tags
+
+
+def clean_valid_until(value) -> date | None:
+    """An item's ``valid_until``: a date, an ISO date "2027-03-31" (a date-time's day), or None/"" for none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        for parse in (date.fromisoformat, lambda text: datetime.fromisoformat(text).date()):
+            try:
+                return parse(value.strip())
+            except (ValueError, OverflowError):
+                continue
+    raise ValidationError({"valid_until": VALID_UNTIL_INVALID.format(value=shown(value))})
 
 
 def content_hash(title: str, content: str) -> str:
@@ -212,8 +233,13 @@ def item_create(
     content: str,
     tags: list[str] | None = None,
     created_by=None,
+    valid_until=None,
+    by_agent: bool = False,
 ) -> KnowledgeItem:
+    """Save a new item. ``by_agent``: written by an agent (MCP, an agent's key): it waits in the review
+    inbox as unreviewed until a person approves it."""
     title, content, tags = clean_item_fields(title=title, content=content, tags=tags)
+    valid_until = clean_valid_until(valid_until)
     now = timezone.now()
     item = KnowledgeItem(
         project=project,
@@ -223,6 +249,8 @@ def item_create(
         created_by=created_by,
         created_at=now,
         updated_at=now,
+        valid_until=valid_until,
+        unreviewed=by_agent,
     )
     _derive(item)
     written = _embed_into([item])
@@ -231,6 +259,8 @@ def item_create(
         _save_passages([item], written, new=True)
         if written is None:
             _queue_embedding([item.pk])
+        else:
+            pairs_find(items=[item])
     return item
 
 
@@ -243,11 +273,15 @@ def item_update(
     title=_UNSET,
     content=_UNSET,
     tags=_UNSET,
+    valid_until=_UNSET,
     expected_version: int | None = None,
     action: str = Action.UPDATE,
+    by_agent: bool | None = None,
 ) -> KnowledgeItem:
-    """Change an item's text and/or tags. With ``expected_version``, only if the item is still at that
-    version (StaleVersion otherwise); without it the last write wins, and history keeps both."""
+    """Change an item's text, tags and/or validity date. With ``expected_version``, only if the item is
+    still at that version (StaleVersion otherwise); without it the last write wins, and history keeps
+    both. ``by_agent``: True when an agent wrote the change (the item waits for review again), False
+    when a person did (their edit is a review), None to leave the review state as it is."""
     with transaction.atomic(), history_context(action=action):
         # Lock the row: two clients editing one item at once must not lose either edit.
         current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
@@ -264,6 +298,12 @@ def item_update(
         text_changed = (new_title, new_content) != (current.title, current.content)
         current.title, current.content, current.tags = new_title, new_content, new_tags
         fields = ["title", "content", "tags"]
+        if valid_until is not _UNSET:
+            current.valid_until = clean_valid_until(valid_until)
+            fields.append("valid_until")
+        if by_agent is not None:
+            current.unreviewed = by_agent
+            fields.append("unreviewed")
         if text_changed:
             _derive(current)
             current.updated_at = timezone.now()
@@ -282,6 +322,8 @@ def item_update(
         current.save(update_fields=fields)
         if text_changed:
             _save_passages([current], written)
+            if written is not None:
+                pairs_find(items=[current])
     return current
 
 
@@ -344,6 +386,143 @@ def item_restore(*, item: KnowledgeItem) -> None:
         KnowledgeItem.objects.filter(pk=item.pk).update(archived_at=None)
 
 
+# ----- review: confirmation, approval, possible duplicates and conflicts -------------------------
+
+ALREADY_REVIEWED = _("This item was approved already (or is no longer waiting for review).")
+PAIR_RESOLVED = _("This pair was resolved already.")
+PAIR_RESOLUTION_INVALID = _("Not a resolution: {value!r}. One of: {choices}.")
+# Two items of a project whose first passages' cosine is at least this are recorded as a pair to review:
+# measured on labelled pairs (bench/review_pairs.py, bench/RESULTS.md "Possible duplicates and conflicts").
+PAIR_COSINE = 0.72
+# The nearest items one write compares with: a pair per neighbour above the threshold, at most this many.
+PAIR_NEIGHBOURS = 3
+
+
+class Conflict(ApplicationError):
+    """A review action that another reviewer's action got to first (HTTP 409)."""
+
+    def __init__(self, message, field: str | None = None):
+        super().__init__(message, field=field, status_code=409)
+
+
+def item_confirm(*, item: KnowledgeItem, user) -> KnowledgeItem:
+    """ "Still true": record who checked the item and when, as a version of its own. The text, its
+    updated_at and so its recency stay as they are (see the ranking help page). The item leaves the
+    inbox's stale and expired sections: they count from the later of its update and this check."""
+    with transaction.atomic(), history_context(action=Action.CONFIRM):
+        KnowledgeItem.objects.filter(pk=item.pk).update(verified_at=timezone.now(), verified_by=user)
+    item.refresh_from_db(fields=["verified_at", "verified_by"])
+    item.__dict__.pop("verifier", None)  # the name read with the item (with_verifier) is the old one
+    return item
+
+
+def items_approve(*, item_ids: Iterable[int], projects) -> list[int]:
+    """Approve the unreviewed items among ``item_ids`` (in ``projects``); the ids approved. One
+    conditional UPDATE: of two reviewers approving one item at once, one approves it, the other gets
+    nothing back (item_approve makes that a 409)."""
+    with transaction.atomic(), history_context(action=Action.APPROVE):
+        # Locked, then changed: a second reviewer's lock waits for the first one's commit, and PostgreSQL
+        # then reads the row again, no longer unreviewed, so the second approves nothing.
+        waiting = KnowledgeItem.objects.select_for_update().filter(
+            pk__in=list(item_ids), project__in=projects
+        )
+        ids = sorted(waiting.unreviewed().alive().values_list("pk", flat=True))
+        KnowledgeItem.objects.filter(pk__in=ids).update(unreviewed=False)
+    return ids
+
+
+def item_approve(*, item: KnowledgeItem) -> None:
+    """Approve one item; Conflict (409) if it is not waiting for review any more."""
+    if not items_approve(item_ids=[item.pk], projects=[item.project_id]):
+        raise Conflict(ALREADY_REVIEWED)
+
+
+def items_trash(*, item_ids: Iterable[int], projects) -> list[int]:
+    """Move the items ``item_ids`` of ``projects`` to the trash (the inbox's bulk action); the ids moved."""
+    moved = []
+    for item in KnowledgeItem.objects.filter(pk__in=list(item_ids), project__in=projects).alive().only("pk"):
+        item_delete(item=item)
+        moved.append(item.pk)
+    return sorted(moved)
+
+
+def pairs_find(*, items: list[KnowledgeItem]) -> int:
+    """Record, for each embedded item of ``items``, its nearest items of the same project (at most
+    PAIR_NEIGHBOURS, in memory, of another text) whose cosine to it is at least PAIR_COSINE, as pairs to
+    review; how many new pairs. One exact vector query per item, on the items' first-passage vectors.
+    A pair recorded before (open, resolved or dismissed) is never recorded again."""
+    now = timezone.now()
+    pairs: list[ReviewPair] = []
+    for item in items:
+        if item.embedding is None or item.pk is None:
+            continue
+        nearest = (
+            KnowledgeItem.objects.filter(project_id=item.project_id)
+            .alive()
+            .embedded()
+            .exclude(pk=item.pk)
+            .exclude(content_hash=item.content_hash)
+            .with_cosine(item.embedding)
+            .filter(cosine__gte=PAIR_COSINE)
+            .order_by("-cosine")
+            .values_list("pk", "cosine")[:PAIR_NEIGHBOURS]
+        )
+        for other, cosine in nearest:
+            first, second = sorted((item.pk, other))
+            pairs.append(
+                ReviewPair(
+                    project_id=item.project_id,
+                    first_id=first,
+                    second_id=second,
+                    cosine=round(float(cosine), 4),
+                    found_at=now,
+                )
+            )
+    if not pairs:
+        return 0
+    return len(ReviewPair.objects.bulk_create(pairs, ignore_conflicts=True))
+
+
+def pair_resolve(*, pair: ReviewPair, resolution: str, user) -> ReviewPair:
+    """Resolve a pair: ``merged`` (the older item becomes a duplicate of the newer), ``supersedes`` (the
+    newer supersedes the older), ``contradicts``, or ``dismissed`` (remembered: never asked again).
+    Conflict (409) if someone resolved it first."""
+    if resolution not in ReviewPair.Resolution.values or not resolution:
+        choices = ", ".join(v for v in ReviewPair.Resolution.values if v)
+        raise ValidationError(
+            {"resolution": PAIR_RESOLUTION_INVALID.format(value=shown(resolution), choices=choices)}
+        )
+    with transaction.atomic():
+        now = timezone.now()
+        claimed = ReviewPair.objects.filter(pk=pair.pk, resolution="").update(
+            resolution=resolution, resolved_by=user, resolved_at=now
+        )
+        if not claimed:
+            raise Conflict(PAIR_RESOLVED)
+        _pair_relate(pair=pair, resolution=resolution, user=user)
+    pair.refresh_from_db()
+    return pair
+
+
+# What each resolution records, as (kind, source, target) read off the pair: "first" is the older item.
+PAIR_RELATIONS = {
+    ReviewPair.Resolution.MERGED: (RelationKind.DUPLICATES, "first", "second"),
+    ReviewPair.Resolution.SUPERSEDES: (RelationKind.SUPERSEDES, "second", "first"),
+    ReviewPair.Resolution.CONTRADICTS: (RelationKind.CONTRADICTS, "second", "first"),
+}
+
+
+def _pair_relate(*, pair: ReviewPair, resolution: str, user) -> None:
+    """The relation a resolution records between the pair's items (none for a dismissal), through the
+    one relate service (history included); one that exists already is left as it is."""
+    if resolution not in PAIR_RELATIONS:
+        return
+    kind, source, target = PAIR_RELATIONS[resolution]
+    source, target = getattr(pair, source), getattr(pair, target)
+    if not Relation.objects.filter(source=source, target=target, kind=kind).exists():
+        relate(source=source, target=target, kind=kind, actor=user)
+
+
 def items_embed(*, item_ids: Iterable[int]) -> int:
     """Embed the pending items among ``item_ids``; returns how many were embedded."""
     done = 0
@@ -355,6 +534,7 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
         if written is not None:
             KnowledgeItem.objects.bulk_update(items, ["embedding", "embedding_model", "passages_cut"])
             _save_passages(items, written)
+            pairs_find(items=items)
             done = len(items)
         elif items:
             raise embeddings.EmbeddingUnavailable(f"{len(items)} item(s) still pending")
@@ -592,7 +772,7 @@ def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
 
 # ----- import ---------------------------------------------------------------------------------
 
-IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project"}
+IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project", "valid_until"}
 # The model embeds a batch while the one before it is written, so the last batch's write is all that
 # runs after the model: 500 keeps that tail short, and the model (sorting a batch by length) pads little.
 IMPORT_BATCH = 500
@@ -709,6 +889,7 @@ def items_import(
     atomic: bool = True,
     progress: Callable[[int, int], None] | None = None,
     total: int | None = None,
+    by_agent: bool = False,
 ) -> ImportReport:
     """Import items: each record is validated, then each valid one is created, updated or skipped, and a
     bad one reported with its file, its line and what was wrong.
@@ -727,7 +908,9 @@ def items_import(
     each kind, whatever the number of records. More than CONTEXTFORGE_IMPORT_MAX_ROWS is TooManyRows.
     """
     report = ImportReport()
-    plan = _ImportPlan(format=format, report=report, dry_run=dry_run, progress=progress, total=total)
+    plan = _ImportPlan(
+        format=format, report=report, dry_run=dry_run, progress=progress, total=total, by_agent=by_agent
+    )
     try:
         # Every version this import writes names the import channel (the COPY's rows included).
         with (
@@ -792,6 +975,7 @@ class _ImportPlan:
     seen: set[tuple[int, str]] = field(default_factory=set)
     projects: set[int] = field(default_factory=set)
     unbatched: int = 0
+    by_agent: bool = False  # an agent's import: what it creates or changes waits for review
 
     def run(self, batches: Iterable[list[tuple[Record, KnowledgeItem]]]) -> None:
         # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
@@ -878,7 +1062,13 @@ class _ImportPlan:
         if not self.dry_run:
             # Through the one update service: whatever an edit records (a version), an import's does too.
             source.item = item_update(
-                item=source.item, title=item.title, content=item.content, tags=item.tags, action=Action.IMPORT
+                item=source.item,
+                title=item.title,
+                content=item.content,
+                tags=item.tags,
+                valid_until=item.valid_until,
+                action=Action.IMPORT,
+                by_agent=True if self.by_agent else None,
             )
             source.digest, source.ref = source_digest(item), record.ref
             source.save(update_fields=["digest", "ref"])
@@ -897,6 +1087,8 @@ class _ImportPlan:
     def _write(self, batch, fresh: list[tuple[Record, KnowledgeItem]], embedding: Future) -> None:
         written = embedding.result()  # the vectors are in the items only once the model is done with them
         items = [item for _r, item in fresh]
+        for item in items:
+            item.unreviewed = self.by_agent
         with transaction.atomic():
             _copy_items(items)
             _save_passages(items, written, new=True)
@@ -906,6 +1098,8 @@ class _ImportPlan:
             if written is None:
                 self.report.pending += len(items)
                 _queue_embedding([item.pk for item in items])
+            else:
+                pairs_find(items=items)
         for record, item in fresh:
             self.report.add("created", record, item)
         self._step(len(batch))
@@ -913,7 +1107,10 @@ class _ImportPlan:
 
 def source_digest(item: KnowledgeItem) -> str:
     """What a source said about an item, hashed: importing it again with the same digest changes nothing."""
-    text = json.dumps([item.title, item.content, item.tags], ensure_ascii=False)
+    said = [item.title, item.content, item.tags]
+    if item.valid_until is not None:  # (only then: the digests of items without one stay as they were)
+        said.append(item.valid_until.isoformat())
+    text = json.dumps(said, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -961,6 +1158,11 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
     if not errors and stamps["created_at"] and stamps["updated_at"]:
         if stamps["updated_at"] < stamps["created_at"]:
             errors["updated_at"] = UPDATED_BEFORE_CREATED
+    valid_until = None
+    try:
+        valid_until = clean_valid_until(value.get("valid_until"))
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
     if errors:
         raise ValidationError(errors)
     created_at = stamps["created_at"] or stamps["updated_at"] or now
@@ -973,6 +1175,7 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
         created_by=created_by,
         created_at=created_at,
         updated_at=updated_at,
+        valid_until=valid_until,
     )
     _derive(item)
     return item
@@ -1045,6 +1248,7 @@ def import_upload(
     prune: bool = False,
     atomic: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    by_agent: bool = False,
 ) -> ImportReport:
     """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
     API, the dashboard, the MCP tools, a job and a repository's knowledge sources. The upload is read
@@ -1063,6 +1267,7 @@ def import_upload(
         prune=prune,
         atomic=atomic,
         progress=progress,
+        by_agent=by_agent,
     )
 
 
@@ -1298,3 +1503,38 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()
     return job
+
+
+# ----- the weekly review digest ---------------------------------------------------------------------
+
+DIGEST_DAYS = 7
+DIGEST_SUBJECT = _("[ContextForge] {project}: the week in review")
+
+
+def digests_send(*, now: datetime | None = None) -> int:
+    """E-mail each member who asked for it (Membership.weekly_digest, with an e-mail address) the digest of
+    the past DIGEST_DAYS of their project: what entered the review inbox, what changed, what was
+    superseded. A quiet week sends nothing. How many e-mails were sent."""
+    until = now or timezone.now()
+    since = until - timedelta(days=DIGEST_DAYS)
+    subscribers = (
+        Membership.objects.filter(weekly_digest=True, user__is_active=True)
+        .exclude(user__email="")
+        .select_related("user", "project")
+        .order_by("project_id", "user_id")
+    )
+    digests: dict[int, selectors.Digest] = {}
+    sent = 0
+    for membership in subscribers:
+        project = membership.project
+        if project.pk not in digests:
+            digests[project.pk] = selectors.digest_for(project=project, since=since, until=until)
+        digest = digests[project.pk]
+        if digest.empty:
+            continue
+        with translation.override(settings.LANGUAGE_CODE):
+            context = {"digest": digest, "user": membership.user, "base_url": settings.CONTEXTFORGE_BASE_URL}
+            body = render_to_string("knowledge/digest_email.txt", context)
+            subject = str(DIGEST_SUBJECT).format(project=project.name)
+        sent += send_mail(subject, body, None, [membership.user.email])
+    return sent

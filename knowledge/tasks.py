@@ -59,3 +59,9 @@ def cut_passages(batch: int = 64, seconds: float = 60) -> int:
         done += count
         if count < batch or time.monotonic() > deadline:
             return done
+
+
+@shared_task
+def send_weekly_digests() -> int:
+    """The weekly review digest, to every member who asked for it (beat runs it once a week)."""
+    return services.digests_send()

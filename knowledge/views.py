@@ -7,15 +7,18 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts import selectors as account_selectors
+from accounts import services as account_services
 from accounts.selectors import (
     current_project,
     dashboard_projects,
@@ -114,7 +117,7 @@ def item_detail(request, pk: int):
         "may_write": may_write,
         "history": _history(item),
         "commits": git_selectors.commits_touching(project_id=item.project_id, paths=item.references),
-        "may_be_stale": references.may_be_stale(item.updated_at),
+        "may_be_stale": references.may_be_stale(item.checked_at),
         "last_change": references.last_change_at,
         "deleted_references": references.deleted,
         # Only a project with a repository tells files from other names (a host, a Java class); the
@@ -254,6 +257,7 @@ def item_create(request):
                 title=form.cleaned_data["title"],
                 content=form.cleaned_data["content"],
                 tags=form.cleaned_data["tags"],
+                valid_until=form.cleaned_data["valid_until"],
                 created_by=request.user,
             )
         except ValidationError as exc:
@@ -288,7 +292,13 @@ def _writable_item(request, pk: int):
 def item_edit(request, pk: int):
     item = _writable_item(request, pk)
     version = selectors.item_version(item_id=item.pk)
-    initial = {"title": item.title, "content": item.content, "tags": item.tags, "version": version}
+    initial = {
+        "title": item.title,
+        "content": item.content,
+        "tags": item.tags,
+        "valid_until": item.valid_until,
+        "version": version,
+    }
     form = ItemForm(request.POST or None, initial=initial, editing=True)
     if "preview" in request.POST:
         return _form_page(request, form, item)
@@ -296,7 +306,10 @@ def item_edit(request, pk: int):
     if request.method == "POST" and form.is_valid():
         fields = dict(form.cleaned_data)
         try:
-            item = services.item_update(item=item, expected_version=fields.pop("version"), **fields)
+            # A person's edit: it counts as their review of an item an agent wrote.
+            item = services.item_update(
+                item=item, expected_version=fields.pop("version"), by_agent=False, **fields
+            )
         except services.StaleVersion as exc:
             # Show the newer change beside the text being saved (kept in the form); a second save
             # is made against the newer version, and history keeps both.
@@ -650,3 +663,122 @@ def export_page(request):
         response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'
         return response
     return render(request, "knowledge/export.html", {"form": form})
+
+
+# ----- review: the inbox, approvals, pairs, confirmation --------------------------------------------
+
+
+def _back(request, default: str = "dashboard:review"):
+    """Where a review action returns: its ``next`` when it is a path of this site, else the inbox."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return redirect(target)
+    return redirect(default)
+
+
+def _review_page(request, *, status: int = 200, error: str | None = None):
+    projects = dashboard_projects(user=request.user, session=request.session)
+    writable = set(projects_for(user=request.user, scope="write").values_list("pk", flat=True))
+    memberships = {
+        m.project_id: m.weekly_digest
+        for m in account_selectors.user_memberships(user=request.user, projects=projects)
+    }
+    context = {
+        "queue": selectors.review_queue(projects=projects),
+        "writable": writable,
+        "may_write": bool(writable & {p.pk for p in projects}),
+        "several_projects": len(projects) > 1,
+        "projects": [(project, memberships.get(project.pk, False)) for project in projects],
+        "error": error,
+    }
+    return render(request, "knowledge/review.html", context, status=status)
+
+
+@require_GET
+def review(request):
+    return _review_page(request)
+
+
+def _chosen_items(request) -> list[int]:
+    """The items a review action names: the one whose row button was pressed, or those ticked."""
+    one = request.POST.get("one")
+    chosen = [one] if one else request.POST.getlist("item")
+    try:
+        return [int(pk) for pk in chosen]
+    except ValueError:
+        raise Http404 from None
+
+
+def _writable_projects_of(request, ids: list[int]):
+    """The projects of the items ``ids`` the user sees; PermissionDenied (403) where their role may not
+    write (a viewer sees the inbox, but may not act on it)."""
+    seen = set(
+        selectors.items_for(projects=projects_for(user=request.user))
+        .filter(pk__in=ids)
+        .values_list("project_id", flat=True)
+    )
+    for project_id in seen:
+        ensure_may_change(user=request.user, project_id=project_id)
+    return list(seen)
+
+
+@require_POST
+def review_approve(request):
+    ids = _chosen_items(request)
+    approved = services.items_approve(item_ids=ids, projects=_writable_projects_of(request, ids))
+    if len(ids) == 1 and not approved:  # approved by someone else meanwhile
+        return _review_page(request, status=409, error=services.ALREADY_REVIEWED)
+    messages.success(
+        request,
+        ngettext("Approved %(n)s item.", "Approved %(n)s items.", len(approved)) % {"n": len(approved)},
+    )
+    return _back(request)
+
+
+@require_POST
+def review_trash(request):
+    ids = _chosen_items(request)
+    moved = services.items_trash(item_ids=ids, projects=_writable_projects_of(request, ids))
+    messages.success(
+        request,
+        ngettext("Moved %(n)s item to the trash.", "Moved %(n)s items to the trash.", len(moved))
+        % {"n": len(moved)},
+    )
+    return _back(request)
+
+
+@require_POST
+def review_pair(request, pk: int):
+    pair = selectors.pair_get(projects=projects_for(user=request.user), pk=pk)
+    ensure_may_change(user=request.user, project_id=pair.project_id)
+    try:
+        services.pair_resolve(pair=pair, resolution=request.POST.get("resolution", ""), user=request.user)
+    except services.Conflict as exc:
+        return _review_page(request, status=409, error=exc.message)
+    except ValidationError as exc:
+        return _review_page(request, status=400, error=" ".join(exc.messages))
+    messages.success(request, _("Resolved."))
+    return _back(request)
+
+
+@require_POST
+def review_digest(request):
+    project = get_object_or_404(projects_for(user=request.user), pk=request.POST.get("project") or 0)
+    enabled = request.POST.get("enabled") == "1"
+    account_services.membership_digest_set(user=request.user, project=project, enabled=enabled)
+    if enabled:
+        messages.success(
+            request,
+            _("You will get the weekly review digest of %(project)s by e-mail.") % {"project": project.name},
+        )
+    else:
+        messages.success(request, _("No more weekly digest of %(project)s.") % {"project": project.name})
+    return redirect("dashboard:review")
+
+
+@require_POST
+def item_confirm(request, pk: int):
+    item = _writable_item(request, pk)
+    services.item_confirm(item=item, user=request.user)
+    messages.success(request, _("Recorded: “%(title)s” is still true.") % {"title": item.title})
+    return _back(request, default=reverse("dashboard:item", args=[item.pk]))

@@ -27,6 +27,7 @@ from knowledge.api.serializers import (
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
     hits_data,
+    review_queue_data,
 )
 from knowledge.importers import markdown
 from knowledge.importers.exports import check_export_format, export
@@ -200,6 +201,13 @@ def _item_text(data: dict, *, verb: str | None = None) -> str:
     if data["is_pending"]:
         lines.append("embedding pending: it becomes searchable once the model has embedded it")
     lines.append(f"updated {data['updated_at']}")
+    if data.get("valid_until"):
+        expired = " (EXPIRED: check it and memory_confirm it, or update it)" if data.get("expired") else ""
+        lines.append(f"valid until {data['valid_until']}{expired}")
+    if data.get("verified_at"):
+        lines.append(f"verified still true {data['verified_at']} by {data.get('verified_by') or '?'}")
+    if data.get("unreviewed"):
+        lines.append("unreviewed: written by an agent, waiting for a person's approval in the review inbox")
     if data.get("version") is not None:
         lines.append(f"version {data['version']}")
     if verb is None:
@@ -207,10 +215,24 @@ def _item_text(data: dict, *, verb: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def memory_ingest(caller: Caller, *, title: str, content: str, tags: list[str] | None) -> Outcome:
+def memory_ingest(
+    caller: Caller,
+    *,
+    title: str,
+    content: str,
+    tags: list[str] | None,
+    valid_until: date | None = None,
+) -> Outcome:
     project = writable_project(caller)
+    # Written through MCP: an agent's, so it waits in the review inbox until a person approves it.
     item = services.item_create(
-        project=project, title=title, content=content, tags=tags or [], created_by=caller.user
+        project=project,
+        title=title,
+        content=content,
+        tags=tags or [],
+        valid_until=valid_until,
+        created_by=caller.user,
+        by_agent=True,
     )
     duplicates = near_duplicates(item)
     warning = None
@@ -239,20 +261,74 @@ def memory_update(
     content: str | None,
     tags: list[str] | None,
     expected_version: int | None = None,
+    valid_until: date | None = None,
 ) -> Outcome:
     require_scope(caller, "write")
     changes = {
         name: value
-        for name, value in (("title", title), ("content", content), ("tags", tags))
+        for name, value in (
+            ("title", title),
+            ("content", content),
+            ("tags", tags),
+            ("valid_until", valid_until),
+        )
         if value is not None
     }
     if not changes:
         raise ValidationError(NOTHING_TO_UPDATE)
     item = selectors.item_get(projects=readable_projects(caller), pk=id)
     ensure_may_write(caller, item.project)
-    item = services.item_update(item=item, expected_version=expected_version, **changes)
+    item = services.item_update(item=item, expected_version=expected_version, by_agent=True, **changes)
     data = versioned_item_data(item)
     return Outcome(data=data, text=_item_text(data, verb="Updated"))
+
+
+def memory_confirm(caller: Caller, *, id: int) -> Outcome:
+    """ "Still true": who checked the item and when, recorded as a version; its text and recency unchanged."""
+    require_scope(caller, "write")
+    item = selectors.item_get(projects=readable_projects(caller), pk=id)
+    ensure_may_write(caller, item.project)
+    item = services.item_confirm(item=item, user=caller.user)
+    data = versioned_item_data(item)
+    return Outcome(data=data, text=_item_text(data, verb="Confirmed still true:"))
+
+
+@reads_only
+def memory_review_queue(caller: Caller, *, limit: int) -> Outcome:
+    """The review inbox of the projects the key reads: what the dashboard's /dashboard/review/ lists."""
+    projects = readable_projects(caller)
+    queue = review_queue_data(selectors.review_queue(projects=projects, limit=limit))
+    return Outcome(data=queue, text=_queue_text(queue))
+
+
+def _queue_text(queue: dict) -> str:
+    counts = queue["counts"]
+    lines = [
+        "Review inbox: "
+        + ", ".join(
+            f"{counts[name]} {name.replace('_', ' ')}" for name in ("unreviewed", "pairs", "stale", "expired")
+        )
+        + "."
+    ]
+    for item in queue["unreviewed"]:
+        lines.append(f"- unreviewed #{item['id']} {item['title']!r} ({item['project']})")
+    for pair in queue["pairs"]:
+        first, second = pair["first"], pair["second"]
+        lines.append(
+            f"- possible duplicate or conflict (pair {pair['id']}, cosine {pair['cosine']:.3f}): "
+            f"#{first['id']} {first['title']!r} ~ #{second['id']} {second['title']!r}"
+        )
+    for entry in queue["stale"]:
+        item = entry["item"]
+        why = "names a deleted file" if entry["deleted_references"] else "a referenced file changed since"
+        shas = ", ".join(commit["sha"][:10] for commit in entry["commits"])
+        lines.append(f"- may be stale #{item['id']} {item['title']!r}: {why}{f' ({shas})' if shas else ''}")
+    for item in queue["expired"]:
+        lines.append(f"- expired #{item['id']} {item['title']!r}: valid until {item['valid_until']}")
+    lines.append(
+        "memory_confirm(id=N) records that an item is still true; a person approves items on the dashboard."
+    )
+    return "\n".join(lines)
 
 
 def memory_delete(caller: Caller, *, id: int) -> Outcome:
@@ -596,6 +672,7 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
         data=content.encode(),
         created_by=caller.user,
         dry_run=dry_run,
+        by_agent=True,
     )
     data = {"project": project.slug, "format": format, "dry_run": dry_run, **report.summary()}
     counts = ", ".join(f"{data[kind]} {kind}" for kind in ("created", "updated", "skipped", "failed"))

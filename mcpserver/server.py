@@ -98,6 +98,15 @@ class Item(BaseModel):
     version: int | None = Field(
         default=None, description="The current version: pass it as memory_update's expected_version."
     )
+    valid_until: str | None = Field(default=None, description="The last day the fact is known to hold.")
+    expired: bool = Field(
+        default=False, description="Past valid_until and not confirmed since; still ranked."
+    )
+    unreviewed: bool = Field(
+        default=False, description="Written by an agent and not approved by a person yet (review inbox)."
+    )
+    verified_at: str | None = Field(default=None, description="When someone last confirmed it still true.")
+    verified_by: str | None = Field(default=None, description="Who last confirmed it still true.")
 
 
 class Breakdown(BaseModel):
@@ -168,6 +177,52 @@ class NearDuplicate(BaseModel):
     id: int
     title: str
     cosine: float
+
+
+class PairItem(BaseModel):
+    id: int
+    title: str
+    updated_at: str
+
+
+class ReviewPair(BaseModel):
+    id: int
+    project: str
+    first: PairItem = Field(description="The older item.")
+    second: PairItem = Field(description="The newer item.")
+    cosine: float
+    found_at: str
+    resolution: str
+
+
+class StaleCommit(BaseModel):
+    sha: str
+    repository: str
+    author: str
+    committed_at: str
+    message: str
+
+
+class StaleEntry(BaseModel):
+    item: Item
+    last_change: str | None
+    deleted_references: list[str]
+    commits: list[StaleCommit]
+
+
+class ReviewCounts(BaseModel):
+    unreviewed: int
+    pairs: int
+    stale: int
+    expired: int
+
+
+class ReviewQueue(BaseModel):
+    counts: ReviewCounts
+    unreviewed: list[Item]
+    pairs: list[ReviewPair]
+    stale: list[StaleEntry]
+    expired: list[Item]
 
 
 class IngestResult(BaseModel):
@@ -362,6 +417,13 @@ PriorityName = Annotated[
     Field(description="urgent, high, medium (the default for a new task) or low."),
 ]
 Username = Annotated[str, Field(max_length=150, description="Username of a member of the task's project.")]
+ValidUntil = Annotated[
+    date | None,
+    Field(
+        description="Optional: the last day the fact is known to hold (YYYY-MM-DD). After it the item is "
+        "shown as expired and waits in the review inbox; it still ranks as usual."
+    ),
+]
 Tags = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH)]] | None,
     Field(
@@ -512,9 +574,17 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         ),
     )
     async def memory_ingest(
-        title: Title, content: Content, ctx: Context, tags: Tags = None
+        title: Title, content: Content, ctx: Context, tags: Tags = None, valid_until: ValidUntil = None
     ) -> Annotated[CallToolResult, IngestResult]:
-        return await _run(caller_for, ctx, operations.memory_ingest, title=title, content=content, tags=tags)
+        return await _run(
+            caller_for,
+            ctx,
+            operations.memory_ingest,
+            title=title,
+            content=content,
+            tags=tags,
+            valid_until=valid_until,
+        )
 
     @server.tool(
         title="Read a memory item",
@@ -545,6 +615,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             int | None,
             Field(ge=1, description="Only change the item if this is still its current version."),
         ] = None,
+        valid_until: ValidUntil = None,
     ) -> Annotated[CallToolResult, Item]:
         return await _run(
             caller_for,
@@ -555,6 +626,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             content=content,
             tags=tags,
             expected_version=expected_version,
+            valid_until=valid_until,
         )
 
     @server.tool(
@@ -666,6 +738,35 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     )
     async def memory_untrash(id: ItemId, ctx: Context) -> Annotated[CallToolResult, Item]:
         return await _run(caller_for, ctx, operations.memory_untrash, not_found=TRASH_NOT_FOUND, id=id)
+
+    @server.tool(
+        title="Confirm a memory item is still true",
+        annotations=WRITE,
+        description=(
+            "Record that you checked a memory item and it still holds (verified_at, verified_by), e.g. "
+            "after reading the code it names. It is kept in memory_history; the text and its recency "
+            "stay as they are. The item leaves the review inbox's stale and expired lists. Needs the "
+            "'write' scope."
+        ),
+    )
+    async def memory_confirm(id: ItemId, ctx: Context) -> Annotated[CallToolResult, Item]:
+        return await _run(caller_for, ctx, operations.memory_confirm, id=id)
+
+    @server.tool(
+        title="The review inbox",
+        annotations=READ_ONLY,
+        description=(
+            "What waits for a person's review in the projects this key reads: unreviewed items (written "
+            "by agents), possible duplicates and conflicts (pairs of close items), items that may be "
+            "stale (a file they name changed since) and expired items (past valid_until). Check a stale "
+            "or expired item and memory_confirm it if it still holds, or memory_update it."
+        ),
+    )
+    async def memory_review_queue(
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=50, description="Entries of each list at most.")] = 20,
+    ) -> Annotated[CallToolResult, ReviewQueue]:
+        return await _run(caller_for, ctx, operations.memory_review_queue, limit=limit)
 
     @server.tool(
         title="Create a task",

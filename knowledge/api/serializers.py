@@ -12,13 +12,37 @@ from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
 from knowledge import selectors
 from knowledge.keywords import text_error
-from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, Snapshot
+from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, ReviewPair, Snapshot
 from knowledge.ranking import Hit
+
+
+def verifier_of(item: KnowledgeItem) -> str | None:
+    """The username of who last confirmed ``item`` still true (the ``with_verifier`` annotation, if read)."""
+    if item.verified_by_id is None:
+        return None
+    if "verifier" in item.__dict__:
+        return item.verifier
+    return item.verified_by.username if item.verified_by else None
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     is_pending = serializers.BooleanField(read_only=True, help_text="True until the item has an embedding.")
+    valid_until = serializers.DateField(
+        read_only=True, allow_null=True, help_text="The last day the fact is known to hold; null: no end."
+    )
+    expired = serializers.BooleanField(
+        read_only=True,
+        help_text="Past valid_until and not confirmed still true since. It still ranks by the formula.",
+    )
+    unreviewed = serializers.BooleanField(
+        read_only=True,
+        help_text="Written by an agent (MCP or an agent's key) and not approved by a person yet.",
+    )
+    verified_at = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="When someone last confirmed the item still true."
+    )
+    verified_by = serializers.SerializerMethodField(help_text="Who last confirmed it still true (username).")
 
     class Meta:
         model = KnowledgeItem
@@ -33,8 +57,22 @@ class ItemOutputSerializer(serializers.ModelSerializer):
             "is_pending",
             "created_at",
             "updated_at",
+            "valid_until",
+            "expired",
+            "unreviewed",
+            "verified_at",
+            "verified_by",
         ]
         read_only_fields = fields
+
+    def get_verified_by(self, item: KnowledgeItem) -> str | None:
+        return verifier_of(item)
+
+
+VALID_UNTIL_HELP = (
+    "The last day the fact is known to hold (YYYY-MM-DD); past it the item is shown as expired and waits "
+    "in the review inbox. null: no end."
+)
 
 
 class ItemCreateInputSerializer(InputSerializer):
@@ -44,6 +82,7 @@ class ItemCreateInputSerializer(InputSerializer):
     project = serializers.SlugField(
         required=False, help_text="Project slug; optional when the API key is bound to one project."
     )
+    valid_until = serializers.DateField(required=False, allow_null=True, help_text=VALID_UNTIL_HELP)
 
 
 class ItemUpdateInputSerializer(InputSerializer):
@@ -52,6 +91,7 @@ class ItemUpdateInputSerializer(InputSerializer):
         max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False, required=False
     )
     tags = tags_field(required=False)
+    valid_until = serializers.DateField(required=False, allow_null=True, help_text=VALID_UNTIL_HELP)
 
 
 KEYWORD_TEXT_HELP = (
@@ -405,3 +445,81 @@ class ImportJobOutputSerializer(serializers.ModelSerializer):
 
     def get_resumable(self, job: ImportJob) -> bool:
         return selectors.import_job_resumable(job=job)
+
+
+# ----- the review inbox ------------------------------------------------------------------------------
+
+
+class PairItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+
+
+class ReviewPairOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField(source="project.slug")
+    first = PairItemSerializer(help_text="The older item.")
+    second = PairItemSerializer(help_text="The newer item.")
+    cosine = serializers.FloatField(help_text="Cosine of the two items' first passages.")
+    found_at = serializers.DateTimeField()
+    resolution = serializers.CharField(help_text="Empty while open.")
+
+
+class CommitBriefSerializer(serializers.Serializer):
+    sha = serializers.CharField()
+    repository = serializers.CharField(source="repository.name")
+    author = serializers.CharField()
+    committed_at = serializers.DateTimeField()
+    message = serializers.CharField()
+
+
+class StaleEntrySerializer(serializers.Serializer):
+    item = ItemOutputSerializer()
+    last_change = serializers.DateTimeField(help_text="The latest commit to a file the item names.")
+    deleted_references = serializers.ListField(child=serializers.CharField())
+    commits = CommitBriefSerializer(
+        many=True, help_text="Commits that touched those files since the item's check."
+    )
+
+
+class ReviewCountsSerializer(serializers.Serializer):
+    unreviewed = serializers.IntegerField()
+    pairs = serializers.IntegerField()
+    stale = serializers.IntegerField()
+    expired = serializers.IntegerField()
+
+
+class ReviewQueueSerializer(serializers.Serializer):
+    counts = ReviewCountsSerializer(help_text="Whole counts; each list shows the first 50.")
+    unreviewed = ItemOutputSerializer(many=True)
+    pairs = ReviewPairOutputSerializer(many=True)
+    stale = StaleEntrySerializer(many=True)
+    expired = ItemOutputSerializer(many=True)
+
+
+def review_queue_data(queue) -> dict:
+    """The review inbox as the API and MCP answer it (ReviewQueueSerializer describes it)."""
+    data = ReviewQueueSerializer(queue).data
+    return {
+        "counts": dict(data["counts"]),
+        "unreviewed": [dict(row) for row in data["unreviewed"]],
+        "pairs": [dict(row, first=dict(row["first"]), second=dict(row["second"])) for row in data["pairs"]],
+        "stale": [
+            {**row, "item": dict(row["item"]), "commits": [dict(c) for c in row["commits"]]}
+            for row in data["stale"]
+        ],
+        "expired": [dict(row) for row in data["expired"]],
+    }
+
+
+class PairResolveInputSerializer(InputSerializer):
+    resolution = serializers.ChoiceField(
+        choices=[value for value in ReviewPair.Resolution.values if value],
+        help_text="merged (the older becomes a duplicate of the newer), supersedes (the newer supersedes "
+        "the older), contradicts, or dismissed (never asked again).",
+    )
+
+
+class ItemIdsInputSerializer(InputSerializer):
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)

@@ -33,4 +33,10 @@ urlpatterns = [
     path("imports/<int:pk>/", views.ImportDetailApi.as_view(), name="import"),
     path("imports/<int:pk>/resume/", views.ImportResumeApi.as_view(), name="import-resume"),
     path("search/", views.SearchApi.as_view(), name="search"),
+    path("items/<int:pk>/confirm/", views.ItemConfirmApi.as_view(), name="item-confirm"),
+    path("review/", views.ReviewQueueApi.as_view(), name="review"),
+    path("review/items/approve/", views.ItemsApproveApi.as_view(), name="review-approve"),
+    path("review/items/trash/", views.ItemsTrashApi.as_view(), name="review-trash"),
+    path("review/items/<int:pk>/approve/", views.ItemApproveApi.as_view(), name="review-approve-one"),
+    path("review/pairs/<int:pk>/", views.PairResolveApi.as_view(), name="review-pair"),
 ]

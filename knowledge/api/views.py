@@ -47,6 +47,11 @@ def item_response(item, status_code: int = status.HTTP_200_OK) -> Response:
     return Response(s.ItemOutputSerializer(item).data, status=status_code, headers={"ETag": f'"{version}"'})
 
 
+def by_agent(request) -> bool:
+    """Whether the request's key is one its creator marked as an agent's: what it writes waits for review."""
+    return bool(getattr(request.auth, "is_agent", False))
+
+
 def expected_version(request) -> int | None:
     """The version ``If-Match`` names; None without one (or with ``*``)."""
     header = request.headers.get("If-Match", "").strip()
@@ -90,7 +95,9 @@ class ItemListCreateApi(GenericAPIView):
             title=data["title"],
             content=data["content"],
             tags=data["tags"],
+            valid_until=data.get("valid_until"),
             created_by=request.user,
+            by_agent=by_agent(request),
         )
         return item_response(item, status.HTTP_201_CREATED)
 
@@ -116,7 +123,9 @@ class ItemDetailApi(APIView):
         ensure_may(request, item.project, "write")
         data = validated(s.ItemUpdateInputSerializer, request.data)
         try:
-            item = services.item_update(item=item, expected_version=expected_version(request), **data)
+            item = services.item_update(
+                item=item, expected_version=expected_version(request), by_agent=by_agent(request), **data
+            )
         except services.StaleVersion as exc:
             return Response(
                 {"detail": exc.message, "current_version": exc.current},
@@ -404,6 +413,7 @@ class ItemImportApi(APIView):
             default_project=default,
             projects_by_slug=writable,
             created_by=request.user,
+            by_agent=by_agent(request),
         )
         return Response(report.as_dict())
 
@@ -558,3 +568,138 @@ class ImportResumeApi(APIView):
         ensure_may(request, job.project, "admin")
         job = services.import_job_resume(job=job)
         return Response(s.ImportJobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+# ----- review: confirmation, the inbox, approvals and pairs ------------------------------------------
+
+CONFLICT_RESPONSE = inline_serializer("Conflict", {"detail": serializers.CharField()})
+
+
+class ItemConfirmApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="items_confirm",
+        request=None,
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description='"Still true": record who checked the item and when (verified_at, verified_by), as a '
+        "version in its history. Its text and updated_at (so its recency) are unchanged; it leaves the "
+        "review inbox's stale and expired sections.",
+    )
+    def post(self, request, pk: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, item.project, "write")
+        services.item_confirm(item=item, user=request.user)
+        return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
+
+
+class ReviewQueueApi(APIView):
+    required_scope = "read"
+
+    @extend_schema(
+        operation_id="review_queue",
+        parameters=[OpenApiParameter("project", str, description="Only this project (slug).")],
+        responses={200: s.ReviewQueueSerializer, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+        description="The review inbox: unreviewed items (written by agents), possible duplicates and "
+        "conflicts, items that may be stale (a referenced file changed since) and expired items.",
+    )
+    def get(self, request):
+        projects = projects_named(request, request.query_params.get("project"))
+        return Response(s.review_queue_data(selectors.review_queue(projects=projects)))
+
+
+def _writable_items(request, ids: list[int]):
+    """The items ``ids`` the request sees (404 for none), 403 if it may not write in one of their projects."""
+    items = list(
+        selectors.items_for(projects=request_projects(request)).filter(pk__in=ids).select_related("project")
+    )
+    if not items:
+        raise Http404
+    for project in {item.project for item in items}:
+        ensure_may(request, project, "write")
+    return items
+
+
+class ItemApproveApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="review_items_approve_one",
+        request=None,
+        responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, 409: CONFLICT_RESPONSE, **COMMON_ERRORS},
+        description="Approve an unreviewed item. 409 if it is not waiting for review (approved by someone "
+        "else first).",
+    )
+    def post(self, request, pk: int):
+        (item,) = _writable_items(request, [pk])
+        services.item_approve(item=item)
+        return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
+
+
+class ItemsApproveApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="review_items_approve",
+        request=s.ItemIdsInputSerializer,
+        responses={
+            200: inline_serializer(
+                "Approved", {"approved": serializers.ListField(child=serializers.IntegerField())}
+            ),
+            404: ERROR_RESPONSE,
+            **COMMON_ERRORS,
+        },
+        description="Approve the unreviewed items among ids; answers those this call approved.",
+    )
+    def post(self, request):
+        data = validated(s.ItemIdsInputSerializer, request.data)
+        items = _writable_items(request, data["ids"])
+        projects = [item.project_id for item in items]
+        return Response(
+            {"approved": services.items_approve(item_ids=[i.pk for i in items], projects=projects)}
+        )
+
+
+class ItemsTrashApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="review_items_trash",
+        request=s.ItemIdsInputSerializer,
+        responses={
+            200: inline_serializer(
+                "Trashed", {"trashed": serializers.ListField(child=serializers.IntegerField())}
+            ),
+            404: ERROR_RESPONSE,
+            **COMMON_ERRORS,
+        },
+        description="Move the items ids to the trash (from which they can be restored).",
+    )
+    def post(self, request):
+        data = validated(s.ItemIdsInputSerializer, request.data)
+        items = _writable_items(request, data["ids"])
+        projects = [item.project_id for item in items]
+        return Response({"trashed": services.items_trash(item_ids=[i.pk for i in items], projects=projects)})
+
+
+class PairResolveApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="review_pairs_resolve",
+        request=s.PairResolveInputSerializer,
+        responses={
+            200: s.ReviewPairOutputSerializer,
+            404: ERROR_RESPONSE,
+            409: CONFLICT_RESPONSE,
+            **COMMON_ERRORS,
+        },
+        description="Resolve a possible duplicate or conflict. A dismissed pair is never listed again. 409 "
+        "if someone resolved it first.",
+    )
+    def post(self, request, pk: int):
+        pair = selectors.pair_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, pair.project, "write")
+        data = validated(s.PairResolveInputSerializer, request.data)
+        pair = services.pair_resolve(pair=pair, resolution=data["resolution"], user=request.user)
+        return Response(s.ReviewPairOutputSerializer(pair).data)

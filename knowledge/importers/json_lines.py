@@ -102,6 +102,7 @@ def export_record(item) -> dict:
         "tags": item.tags,
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
+        **({"valid_until": item.valid_until.isoformat()} if item.valid_until else {}),
     }
 
 

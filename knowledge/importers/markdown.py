@@ -69,6 +69,7 @@ def parse(file: str, text: str, root: str = "") -> list[Record]:
         "tags": tags,
         "created_at": stamp(meta["created"]) if meta.get("created") else lenient_stamp(meta.get("date")),
         "updated_at": stamp(meta.get("updated")),
+        "valid_until": stamp(meta.get("valid_until")),
     }
     key = str(meta.get("permalink") or file)
     dated = "frontmatter" if value["created_at"] or value["updated_at"] else ""
@@ -96,6 +97,7 @@ def render(item) -> str:
         "tags": list(item.tags),
         "created": item.created_at.isoformat(),
         "updated": item.updated_at.isoformat(),
+        **({"valid_until": item.valid_until.isoformat()} if item.valid_until else {}),
         "permalink": file_name(item)[:-3],
     }
     return f"---\n{YAML.export(meta)}\n---\n\n{item.content}"

@@ -81,7 +81,8 @@ class Hit:
 
     @property
     def may_be_stale(self) -> bool:
-        return self.references.may_be_stale(self.item.updated_at)
+        # Since the item was last written, or last confirmed still true (a badge: the score is unchanged).
+        return self.references.may_be_stale(self.item.checked_at)
 
 
 @dataclass
@@ -200,7 +201,7 @@ def _hits(
     in one statement: the span is of the same version of the item as its text."""
 
     def hits():
-        items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().order_by()
+        items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().with_verifier().order_by()
         if filters.texts and not marks_nothing(filters.texts):
             items = items.annotate(**{f"{n}_marked": headline(n, filters.texts) for n in HIGHLIGHTED})
         return items

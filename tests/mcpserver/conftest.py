@@ -48,6 +48,8 @@ MEMORY_TOOLS = {
     "memory_relate",
     "memory_unrelate",
     "memory_supersede",
+    "memory_confirm",
+    "memory_review_queue",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
@@ -61,12 +63,19 @@ WRITE_TOOLS = {
     "memory_relate": {"id": 1, "target": 2, "kind": "relates_to"},
     "memory_unrelate": {"id": 1, "target": 2, "kind": "relates_to"},
     "memory_supersede": {"id": 1, "title": "Newer fact", "content": "Deploys go out on Mondays."},
+    "memory_confirm": {"id": 1},
     "task_create": {"title": "Deploy on Tuesday", "priority": "high"},
     "task_update": {"id": 1, "status": "done"},
     "wish_to_task": {"item_id": 1},
 }
 # The task-side tools a read-only key may use.
-READ_TOOLS = {"task_list": {}, "task_next": {}, "repo_activity": {"days": 7}, "memory_trash": {}}
+READ_TOOLS = {
+    "task_list": {},
+    "task_next": {},
+    "repo_activity": {"days": 7},
+    "memory_trash": {},
+    "memory_review_queue": {},
+}
 
 
 def database_url() -> str:

@@ -22,6 +22,11 @@ class Command(BaseCommand):
             action="store_true",
             help="Create the user, the project and an admin membership where missing.",
         )
+        parser.add_argument(
+            "--agent",
+            action="store_true",
+            help="An agent's key: what it writes arrives unreviewed, for a person to approve.",
+        )
 
     def handle(self, *args, username, project, scopes, name, create, **options):
         try:
@@ -46,6 +51,8 @@ class Command(BaseCommand):
                     raise CommandError(f"{username} is not a member of {project} (use --create to add them).")
                 services.membership_set(user=user, project=proj, role=Role.ADMIN)
                 self.stdout.write(f"Added {username} to {project} as admin.")
-            new = services.api_key_create(owner=user, name=name, scopes=scopes, project=proj)
+            new = services.api_key_create(
+                owner=user, name=name, scopes=scopes, project=proj, is_agent=options["agent"]
+            )
         self.stdout.write(f"Key {new.key.prefix}… for {username} in {project}, scopes {','.join(scopes)}:")
         self.stdout.write(new.secret)
