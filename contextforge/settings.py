@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "knowledge",
     "tasks",
     "gitsync",
+    "webhooks",
     "mcpserver",
 ]
 
@@ -409,6 +410,15 @@ CONTEXTFORGE_BACKUP_HOUR = env_int("CONTEXTFORGE_BACKUP_HOUR", 3, minimum=0)
 if CONTEXTFORGE_BACKUP_HOUR > 23:
     raise ImproperlyConfigured(f"CONTEXTFORGE_BACKUP_HOUR must be 0-23, got {CONTEXTFORGE_BACKUP_HOUR}")
 
+# Outbound webhooks (webhooks/): sent to public addresses only unless this allows private, loopback and
+# link-local ones (a receiver inside the company's network); each attempt gives up past the timeout (to
+# connect, and then for each read), and a failing delivery is tried up to MAX_ATTEMPTS times, waiting
+# RETRY_BASE_S, then twice as long each time.
+CONTEXTFORGE_WEBHOOKS_ALLOW_PRIVATE = env_bool("CONTEXTFORGE_WEBHOOKS_ALLOW_PRIVATE", False)
+CONTEXTFORGE_WEBHOOKS_TIMEOUT_S = env_int("CONTEXTFORGE_WEBHOOKS_TIMEOUT_S", 10, minimum=1)
+CONTEXTFORGE_WEBHOOKS_MAX_ATTEMPTS = env_int("CONTEXTFORGE_WEBHOOKS_MAX_ATTEMPTS", 6, minimum=1)
+CONTEXTFORGE_WEBHOOKS_RETRY_BASE_S = env_int("CONTEXTFORGE_WEBHOOKS_RETRY_BASE_S", 30, minimum=0)
+
 CELERY_BEAT_SCHEDULE = {
     "backup-nightly": {
         "task": "contextforge.tasks.backup_nightly",
@@ -438,6 +448,10 @@ CELERY_BEAT_SCHEDULE = {
     "fail-stale-imports": {
         "task": "knowledge.tasks.fail_stale_imports",
         "schedule": timedelta(seconds=2 * CONTEXTFORGE_IMPORT_HEARTBEAT_S),
+    },
+    "send-pending-webhooks": {
+        "task": "webhooks.tasks.send_pending",
+        "schedule": timedelta(minutes=5),
     },
 }
 

@@ -38,7 +38,7 @@ from knowledge.models import (
     embedded_text,
     normalize_tag,
 )
-from knowledge.signals import import_queued, items_pending
+from knowledge.signals import import_finished, import_queued, item_changed, items_pending
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -227,6 +227,7 @@ def item_create(
         _save_passages([item], written, new=True)
         if written is None:
             _queue_embedding([item.pk])
+        item_changed.send(sender=KnowledgeItem, item=item, change="created")
     return item
 
 
@@ -278,6 +279,7 @@ def item_update(
         current.save(update_fields=fields)
         if text_changed:
             _save_passages([current], written)
+        item_changed.send(sender=KnowledgeItem, item=current, change="updated")
     return current
 
 
@@ -293,15 +295,20 @@ def item_delete(*, item: KnowledgeItem) -> None:
     """Move ``item`` to the trash: out of search, lists and export at once, otherwise kept as it is
     (see item_untrash). A wish whose task was deleted with it goes to the trash as an item, not a task."""
     with transaction.atomic(), history_context(action=Action.DELETE):
-        KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
+        trashed = KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
             deleted_at=timezone.now(), archived_at=None
         )
+        if trashed:
+            item_changed.send(sender=KnowledgeItem, item=item, change="trashed")
 
 
 def item_untrash(*, item: KnowledgeItem) -> None:
     """Bring an item back from the trash with the same id, text, timestamps and embedding."""
     with transaction.atomic(), history_context(action=Action.RESTORE):
+        trashed = KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=False).exists()
         KnowledgeItem.objects.filter(pk=item.pk).update(deleted_at=None)
+        if trashed:
+            item_changed.send(sender=KnowledgeItem, item=item, change="restored")
 
 
 def item_purge(*, item: KnowledgeItem) -> None:
@@ -1164,4 +1171,5 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()
+    import_finished.send(sender=ImportJob, job=job)
     return job

@@ -10,3 +10,16 @@ from django.dispatch import Signal
 items_pending = Signal()
 # Sent on commit with ``job_id``: an import job that waits for a worker to run it.
 import_queued = Signal()
+
+# What happened to items, for the apps above that tell others (webhooks). Each is sent inside the
+# write's transaction, sender=KnowledgeItem: a receiver's own writes commit or roll back with the item's,
+# and what it does outside the database it defers with transaction.on_commit. An import's items, written
+# in bulk, are announced once by import_finished, not one by one.
+# ``item`` and ``change``: one of ITEM_CHANGES. A version made current again (a revert) is "updated";
+# "restored" is an item brought back from the trash.
+item_changed = Signal()
+ITEM_CHANGES = ("created", "updated", "trashed", "restored")
+# ``item`` (the new item) and ``superseded`` (the item it replaces).
+item_superseded = Signal()
+# Sent once an import job has finished, done or failed, sender=ImportJob, with ``job``.
+import_finished = Signal()
