@@ -51,7 +51,9 @@ class WebhookSecretSerializer(WebhookOutputSerializer):
 
 class WebhookCreateInputSerializer(InputSerializer):
     url = StrictCharField(max_length=2000, help_text=URL_HELP)
-    events = serializers.ListField(child=serializers.ChoiceField(choices=SUBSCRIBABLE), help_text=EVENTS_HELP)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=SUBSCRIBABLE), allow_empty=False, help_text=EVENTS_HELP
+    )
     payload_format = serializers.ChoiceField(
         choices=PayloadFormat.choices, required=False, default=PayloadFormat.JSON, help_text=FORMAT_HELP
     )
@@ -63,7 +65,10 @@ class WebhookCreateInputSerializer(InputSerializer):
 class WebhookUpdateInputSerializer(InputSerializer):
     url = StrictCharField(max_length=2000, required=False, help_text=URL_HELP)
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=SUBSCRIBABLE), required=False, help_text=EVENTS_HELP
+        child=serializers.ChoiceField(choices=SUBSCRIBABLE),
+        allow_empty=False,
+        required=False,
+        help_text=EVENTS_HELP,
     )
     payload_format = serializers.ChoiceField(
         choices=PayloadFormat.choices, required=False, help_text=FORMAT_HELP
