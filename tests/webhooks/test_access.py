@@ -85,6 +85,20 @@ def test_members_viewers_and_outsiders_see_nothing_of_a_projects_webhooks(cast, 
     assert webhook.url == URL and Delivery.objects.get().status == "pending"
 
 
+def test_a_member_here_who_is_an_admin_elsewhere_sees_nothing_of_this_projects_webhooks(cast, webhook):
+    from accounts import services as account_services
+
+    account_services.project_create(name="Side", slug="side", owner=cast.member)
+    client = api_client_for(cast.member)
+    assert client.get("/api/v1/webhooks/").json() == []
+    assert client.get(f"/api/v1/webhooks/{webhook.pk}/").status_code == 404
+    assert client.post(f"/api/v1/webhooks/{webhook.pk}/rotate-secret/").status_code == 404
+    created = client.post(
+        "/api/v1/webhooks/", {"project": "acme", "url": URL, "events": ["item.created"]}, format="json"
+    )
+    assert created.status_code == 400 and list(created.json()) == ["project"]
+
+
 def test_a_key_without_the_admin_scope_is_refused_even_for_an_admin(cast, webhook):
     client = api_client_for(cast.owner, scopes=("read", "write"))
     assert client.get("/api/v1/webhooks/").status_code == 403
