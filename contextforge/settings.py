@@ -453,6 +453,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "webhooks.tasks.send_pending",
         "schedule": timedelta(minutes=5),
     },
+    "purge-webhook-deliveries": {
+        "task": "webhooks.tasks.purge_deliveries",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 # /metrics: with a token, only a scrape sending "Authorization: Bearer <token>"; without, loopback only.

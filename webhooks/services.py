@@ -4,8 +4,9 @@ of the write that caused the event, sent by Celery once it commits)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -36,6 +37,10 @@ EVENT_UNKNOWN = _("Unknown event '{event}'; one of: {choices}.")
 FORMAT_UNKNOWN = _("Unknown payload format; one of: {choices}.")
 DESCRIPTION_TOO_LONG = _("The description is longer than 200 characters.")
 MAX_URL_LENGTH = 2000
+# Deliveries (with their attempts) older than this are purged by beat.
+KEEP_DELIVERIES = timedelta(days=30)
+
+logger = logging.getLogger(__name__)
 
 
 def allowed_networks() -> list[str]:
@@ -156,10 +161,16 @@ def event_record(*, project_id: int, event: str, data: dict, occurred_at: dateti
     if not webhooks:
         return 0
     occurred_at = occurred_at or timezone.now()
-    deliveries = Delivery.objects.bulk_create(
-        Delivery(webhook=webhook, event=event, body=_body(webhook, event, data, occurred_at))
-        for webhook in webhooks
-    )
+    try:
+        # In a savepoint: what goes wrong here is logged, and never fails the write that caused the event.
+        with transaction.atomic():
+            deliveries = Delivery.objects.bulk_create(
+                Delivery(webhook=webhook, event=event, body=_body(webhook, event, data, occurred_at))
+                for webhook in webhooks
+            )
+    except Exception:
+        logger.exception("could not record webhook event %s of project %s", event, project_id)
+        return 0
     _queue_on_commit([delivery.pk for delivery in deliveries])
     return len(deliveries)
 
@@ -224,3 +235,10 @@ def attempt_record(*, delivery: Delivery, outcome: Outcome, started_at: datetime
         locked.last_attempt_at = started_at
         locked.save(update_fields=["status", "last_attempt_at"])
     return attempt
+
+
+def deliveries_purge(*, now: datetime | None = None) -> int:
+    """Delete the deliveries older than KEEP_DELIVERIES, with their attempts: how many."""
+    cutoff = (now or timezone.now()) - KEEP_DELIVERIES
+    _total, by_model = Delivery.objects.filter(created_at__lt=cutoff).delete()
+    return by_model.get(Delivery._meta.label, 0)

@@ -70,3 +70,8 @@ def send_pending() -> int:
     for delivery_id in ids:
         deliver.delay(delivery_id)
     return len(ids)
+
+
+@shared_task
+def purge_deliveries() -> int:
+    return services.deliveries_purge()

@@ -305,3 +305,44 @@ def test_services_refuse_bad_input_naming_the_field(cast):
         with pytest.raises(ValidationError) as error:
             services.webhook_create(project=cast.project, **fields)
         assert name in error.value.message_dict
+
+
+def test_a_webhook_that_cannot_record_its_event_never_fails_the_write(cast, owner_api, receiver, monkeypatch):
+    register(owner_api, receiver.url)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the payload")
+
+    monkeypatch.setattr(services, "_body", broken)
+    item = knowledge_services.item_create(project=cast.project, title="Kept", content="x")
+    assert KnowledgeItem.objects.filter(pk=item.pk).exists() and not Delivery.objects.exists()
+
+
+def test_a_delivery_the_broker_never_took_is_sent_by_the_sweep_and_old_ones_are_purged(
+    cast, owner_api, receiver, eager, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from webhooks import tasks
+
+    register(owner_api, receiver.url)
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.deliver, "delay", broker_down)
+        with eager():
+            knowledge_services.item_create(project=cast.project, title="Stuck", content="x")
+    delivery = Delivery.objects.get()
+    assert delivery.status == "pending" and receiver.requests == []
+    assert tasks.send_pending() == 0  # recent: it may still be on its way
+    Delivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - timedelta(minutes=11))
+    assert tasks.send_pending() == 1
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded" and len(receiver.requests) == 1
+    assert tasks.purge_deliveries() == 0
+    Delivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - timedelta(days=31))
+    assert tasks.purge_deliveries() == 1 and not Delivery.objects.exists()
