@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "knowledge",
     "tasks",
     "gitsync",
+    "webhooks",
     "mcpserver",
 ]
 
@@ -465,6 +466,15 @@ CONTEXTFORGE_BACKUP_HOUR = env_int("CONTEXTFORGE_BACKUP_HOUR", 3, minimum=0)
 if CONTEXTFORGE_BACKUP_HOUR > 23:
     raise ImproperlyConfigured(f"CONTEXTFORGE_BACKUP_HOUR must be 0-23, got {CONTEXTFORGE_BACKUP_HOUR}")
 
+# Outbound webhooks (webhooks/): sent to public addresses only unless this allows private, loopback and
+# link-local ones (a receiver inside the company's network); each attempt gives up past the timeout (to
+# connect, and then for each read), and a failing delivery is tried up to MAX_ATTEMPTS times, waiting
+# RETRY_BASE_S, then twice as long each time.
+CONTEXTFORGE_WEBHOOKS_ALLOW_PRIVATE = env_bool("CONTEXTFORGE_WEBHOOKS_ALLOW_PRIVATE", False)
+CONTEXTFORGE_WEBHOOKS_TIMEOUT_S = env_int("CONTEXTFORGE_WEBHOOKS_TIMEOUT_S", 10, minimum=1)
+CONTEXTFORGE_WEBHOOKS_MAX_ATTEMPTS = env_int("CONTEXTFORGE_WEBHOOKS_MAX_ATTEMPTS", 6, minimum=1)
+CONTEXTFORGE_WEBHOOKS_RETRY_BASE_S = env_int("CONTEXTFORGE_WEBHOOKS_RETRY_BASE_S", 30, minimum=0)
+
 CELERY_BEAT_SCHEDULE = {
     "backup-nightly": {
         "task": "contextforge.tasks.backup_nightly",
@@ -499,6 +509,14 @@ CELERY_BEAT_SCHEDULE = {
     "weekly-review-digest": {
         "task": "knowledge.tasks.send_weekly_digests",
         "schedule": crontab(day_of_week=CONTEXTFORGE_DIGEST_WEEKDAY, hour=CONTEXTFORGE_DIGEST_HOUR, minute=0),
+    },
+    "send-pending-webhooks": {
+        "task": "webhooks.tasks.send_pending",
+        "schedule": timedelta(minutes=5),
+    },
+    "purge-webhook-deliveries": {
+        "task": "webhooks.tasks.purge_deliveries",
+        "schedule": timedelta(hours=1),
     },
 }
 

@@ -10,6 +10,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("gitsync.api.urls")),
     path("", include("tasks.api.urls")),
     path("", include("accounts.api.urls")),
+    path("", include("webhooks.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
 ]
@@ -25,6 +26,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"))),
     path("dashboard/", include("knowledge.urls")),
     path("dashboard/keys/", include("accounts.urls")),
+    path("dashboard/projects/<slug:slug>/webhooks/", include("webhooks.urls")),
     path("dashboard/projects/", include("accounts.project_urls")),
     path("dashboard/repositories/", include("gitsync.urls")),
     path("dashboard/tasks/", include("tasks.urls")),

@@ -30,7 +30,7 @@ from django.utils.translation import gettext_lazy as _
 
 from gitsync import selectors
 from gitsync.models import Commit, CommitFile, KnowledgeSource, Repository, TreeFile, WebhookDelivery
-from gitsync.signals import repository_synced
+from gitsync.signals import repository_sync_failed, repository_synced
 from gitsync.sources import (
     GIT_ALLOW_PROTOCOL,
     credential_config,
@@ -451,6 +451,8 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
     finally:
         _unlock(repository.pk)
     repository.refresh_from_db()
+    if report.status == "failed":
+        repository_sync_failed.send(sender=Repository, repository=repository, error=report.message)
     return report
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import base64
-import ipaddress
 import os
 import re
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
+
+from contextforge.addresses import AddressRefused, HostUnresolved, checked_addresses, literal_address
 
 ALLOWED_SCHEMES = ("https", "ssh", "git")
 # What git itself may use, whatever a URL or a config says: never ext::, fd::, or http without TLS.
@@ -89,8 +89,6 @@ def validate_source(url: str, *, local_roots: list[str]) -> str:
 
 
 DEFAULT_PORTS = {"https": 443, "ssh": 22, "git": 9418}
-# Cloud metadata services' names, refused whatever they resolve to here (often nothing, outside the cloud).
-METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data"})
 
 
 @dataclass(frozen=True)
@@ -117,36 +115,6 @@ def remote_of(url: str) -> Remote | None:
     return None
 
 
-def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """``host`` read as an address the way git's resolver (getaddrinfo, inet_aton) reads one: also the
-    short and numeric forms 127.1, 0x7f000001, 2130706433 and 0177.0.0.1."""
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if re.fullmatch(r"[0-9a-fA-FxX.]+", host) and re.match(r"[0-9]", host):
-        try:
-            return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
-    return None
-
-
-def address_allowed(
-    address: ipaddress.IPv4Address | ipaddress.IPv6Address, allowed_networks: list[str]
-) -> bool:
-    """Public unicast addresses, and those in ``allowed_networks``: never loopback, link-local (the
-    metadata service at 169.254.169.254), private, unique-local, shared, reserved or multicast ones
-    unless allowed, nor an IPv6 address that maps or tunnels to one of them."""
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour or (address.teredo or (None, None))[1]
-        if embedded is not None and not address_allowed(embedded, allowed_networks):
-            return False
-    if any(address in ipaddress.ip_network(network, strict=False) for network in allowed_networks):
-        return True
-    return address.is_global and not address.is_multicast
-
-
 def remote_addresses(url: str, *, allowed_networks: list[str], unresolved_ok: bool = False) -> list[str]:
     """The addresses of ``url``'s host, each checked: a ValidationError on ``url`` if any is refused
     (one refused address refuses the host: a resolver may hand out any of them), or if the host cannot
@@ -155,30 +123,15 @@ def remote_addresses(url: str, *, allowed_networks: list[str], unresolved_ok: bo
     remote = remote_of(url)
     if remote is None:
         return []
-    host = remote.host.rstrip(".")
-    if host in METADATA_NAMES or host == "localhost" or host.endswith(".localhost"):
-        if not allowed_networks or not _loopback_named_allowed(host, allowed_networks):
-            raise ValidationError({"url": str(ADDRESS_REFUSED)})
-    literal = _literal_address(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
-        try:
-            found = socket.getaddrinfo(host, remote.port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            if unresolved_ok:
-                return []
-            raise ValidationError({"url": str(UNRESOLVED)}) from None
-        addresses = list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found))
-    if not all(address_allowed(address, allowed_networks) for address in addresses):
-        raise ValidationError({"url": str(ADDRESS_REFUSED)})
+    try:
+        addresses = checked_addresses(remote.host, remote.port, allowed_networks=allowed_networks)
+    except HostUnresolved:
+        if unresolved_ok:
+            return []
+        raise ValidationError({"url": str(UNRESOLVED)}) from None
+    except AddressRefused:
+        raise ValidationError({"url": str(ADDRESS_REFUSED)}) from None
     return [str(address) for address in addresses]
-
-
-def _loopback_named_allowed(host: str, allowed_networks: list[str]) -> bool:
-    """localhost is allowed where loopback is; a metadata service's name only where 169.254.169.254 is."""
-    probe = ipaddress.ip_address("169.254.169.254" if host in METADATA_NAMES else "127.0.0.1")
-    return any(probe in ipaddress.ip_network(network, strict=False) for network in allowed_networks)
 
 
 def pinned_config(url: str, addresses: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -187,7 +140,7 @@ def pinned_config(url: str, addresses: list[str]) -> tuple[dict[str, str], list[
     https through curl's resolve list (and no redirect to another host); git:// by rewriting the URL
     to the address; ssh by telling ssh the address (the host key is still checked under the name)."""
     remote = remote_of(url)
-    if remote is None or not addresses or _literal_address(remote.host) is not None:
+    if remote is None or not addresses or literal_address(remote.host) is not None:
         return {}, []
     if remote.scheme == "https":
         listed = ",".join(f"[{a}]" if ":" in a else a for a in addresses)

@@ -45,7 +45,7 @@ from knowledge.models import (
     embedded_text,
     normalize_tag,
 )
-from knowledge.signals import import_queued, item_superseded, items_pending
+from knowledge.signals import import_finished, import_queued, item_changed, item_superseded, items_pending
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -261,6 +261,7 @@ def item_create(
             _queue_embedding([item.pk])
         else:
             pairs_find(items=[item])
+        item_changed.send(sender=KnowledgeItem, item=item, change="created")
     return item
 
 
@@ -324,6 +325,7 @@ def item_update(
             _save_passages([current], written)
             if written is not None:
                 pairs_find(items=[current])
+        item_changed.send(sender=KnowledgeItem, item=current, change="updated")
     return current
 
 
@@ -339,15 +341,20 @@ def item_delete(*, item: KnowledgeItem) -> None:
     """Move ``item`` to the trash: out of search, lists and export at once, otherwise kept as it is
     (see item_untrash). A wish whose task was deleted with it goes to the trash as an item, not a task."""
     with transaction.atomic(), history_context(action=Action.DELETE):
-        KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
+        trashed = KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=True).update(
             deleted_at=timezone.now(), archived_at=None
         )
+        if trashed:
+            item_changed.send(sender=KnowledgeItem, item=item, change="trashed")
 
 
 def item_untrash(*, item: KnowledgeItem) -> None:
     """Bring an item back from the trash with the same id, text, timestamps and embedding."""
     with transaction.atomic(), history_context(action=Action.RESTORE):
+        trashed = KnowledgeItem.objects.filter(pk=item.pk, deleted_at__isnull=False).exists()
         KnowledgeItem.objects.filter(pk=item.pk).update(deleted_at=None)
+        if trashed:
+            item_changed.send(sender=KnowledgeItem, item=item, change="restored")
 
 
 def item_purge(*, item: KnowledgeItem) -> None:
@@ -668,7 +675,7 @@ def supersede(
     """Replace ``item`` with a new version in one step: create the new item (with the old one's tags
     unless ``tags`` are given), link it ``supersedes`` the old one, and move the old one to the trash
     if ``trash_old`` (otherwise it stays, marked superseded, as history). Sends ``item_superseded``
-    on commit."""
+    inside the transaction, as item_changed is sent."""
     with transaction.atomic(), history_context(superseded=item.pk):
         new = item_create(
             project=item.project,
@@ -680,9 +687,7 @@ def supersede(
         relate(source=new, target=item, kind=RelationKind.SUPERSEDES, actor=actor)
         if trash_old:
             item_delete(item=item)
-        transaction.on_commit(
-            lambda: item_superseded.send(sender=KnowledgeItem, item=new, superseded=item, trashed=trash_old)
-        )
+        item_superseded.send(sender=KnowledgeItem, item=new, superseded=item, trashed=trash_old)
     return new
 
 
@@ -1502,6 +1507,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()
+    import_finished.send(sender=ImportJob, job=job)
     return job
 
 

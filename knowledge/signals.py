@@ -10,6 +10,17 @@ from django.dispatch import Signal
 items_pending = Signal()
 # Sent on commit with ``job_id``: an import job that waits for a worker to run it.
 import_queued = Signal()
-# Sent on commit with ``item`` (the new item), ``superseded`` (the one it replaces) and ``trashed``
+
+# What happened to items, for the apps above that tell others (webhooks). Each is sent inside the
+# write's transaction, sender=KnowledgeItem: a receiver's own writes commit or roll back with the item's,
+# and what it does outside the database it defers with transaction.on_commit. An import's items, written
+# in bulk, are announced once by import_finished, not one by one.
+# ``item`` and ``change``: one of ITEM_CHANGES. A version made current again (a revert) is "updated";
+# "restored" is an item brought back from the trash.
+item_changed = Signal()
+ITEM_CHANGES = ("created", "updated", "trashed", "restored")
+# Sent inside the write's transaction too, with ``item`` (the new item), ``superseded`` (the one it replaces) and ``trashed``
 # (whether the old one went to the trash): knowledge.services.supersede.
 item_superseded = Signal()
+# Sent once an import job has finished, done or failed, sender=ImportJob, with ``job``.
+import_finished = Signal()

@@ -17,6 +17,7 @@ from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
 from knowledge.text import without_marker
 from tasks.models import Comment, Priority, Status, Task
+from tasks.signals import task_created, task_moved
 
 DESCRIPTION_TOO_LONG = _("A description has at most {max} characters.")
 STATUS_INVALID = _("Not a status: choose one of {choices}.")
@@ -83,9 +84,11 @@ def task_create(*, project: Project, title: str, created_by=None, source_item=No
         # project takes the next number, and a number once taken is never handed out again.
         Project.objects.filter(pk=project.pk).update(last_task_number=F("last_task_number") + 1)
         number = Project.objects.values_list("last_task_number", flat=True).get(pk=project.pk)
-        return Task.objects.create(
+        task = Task.objects.create(
             project=project, number=number, created_by=created_by, source_item=source_item, **cleaned
         )
+        task_created.send(sender=Task, task=task)
+        return task
 
 
 def _locked(task: Task) -> Task:
@@ -100,9 +103,12 @@ def task_update(*, task: Task, **fields) -> Task:
     with transaction.atomic():
         current = _locked(task)
         cleaned = _clean(current.project, fields)
+        from_status = current.status
         for name, value in cleaned.items():
             setattr(current, name, value)
         current.save(update_fields=[*cleaned, "updated_at"])
+        if current.status != from_status:
+            task_moved.send(sender=Task, task=current, from_status=from_status, to_status=current.status)
     return current
 
 
