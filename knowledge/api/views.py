@@ -451,14 +451,16 @@ class ImportCreateApi(APIView):
         name, data = _upload(request)
         format = importers.format_of(request.query_params.get("format"), name, data)
         prune = query_flag(request, "prune")
-        options = {"project": project, "format": format, "name": name, "data": data, "prune": prune}
         if query_flag(request, "dry_run"):
-            report = services.import_dry_run(**options, created_by=request.user)
+            report = services.import_dry_run(
+                project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
+            )
             if not isinstance(report, ImportJob):
                 return Response({"format": format, "dry_run": True, **report.summary()})
-            job = report  # too large to answer now: a dry-run job
-        else:
-            job = services.import_job_create(**options, created_by=request.user)
+            return _accepted(request, report)  # too large to answer now: a dry-run job
+        job = services.import_job_create(
+            project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
+        )
         return _accepted(request, job)
 
 
