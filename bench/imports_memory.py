@@ -9,6 +9,12 @@ notes (10,000) within CONTEXTFORGE_IMPORT_MAX_UNPACKED_MB for the zips. Each dry
 process that reads the file, notes its resident memory (VmRSS: Django, the upload's bytes), resets its
 peak (/proc/self/clear_refs) and runs ``import_upload(dry_run=True)``: the figure is the peak (VmHWM)
 over that baseline. A file one record over the limit is timed too: the 413 comes from a parse alone.
+
+Such a dry run is far over CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS, so the web process no longer runs it:
+for the ``--queued`` formats (default CSV) the same file goes through the web's door,
+``import_dry_run`` (count the records, store the upload, queue the job; a memory broker), in a fresh
+process measured the same way, and then the job it queued runs as the worker runs it
+(``import_job_run``), in another fresh process: the web process's peak and time beside the worker's.
 """
 
 from __future__ import annotations
@@ -82,8 +88,10 @@ def write_file(format: str, path: Path, *, rows: int, max_bytes: int, files: int
     return rows
 
 
-def child(format: str, path: Path) -> dict:
-    """One dry run of ``path`` in this (fresh) process: its memory and time."""
+def child(format: str, path: Path, mode: str = "inline") -> dict:
+    """One dry run of ``path`` in this (fresh) process: its memory and time. ``mode``: ``inline``
+    (import_upload, as the web process ran every dry run before), ``web`` (the web's door, which queues
+    a large one) or ``worker`` (run the dry-run job that ``web`` left, as the worker does)."""
     from bench import migrated_django
 
     migrated_django()
@@ -98,18 +106,32 @@ def child(format: str, path: Path) -> dict:
     project = Project.objects.filter(slug=slug).first() or accounts.project_create(
         name="Imports memory", slug=slug, owner=user
     )
-    data = path.read_bytes()
+    from knowledge.models import ImportJob
+
+    data = path.read_bytes() if mode != "worker" else b""
+    job = ImportJob.objects.filter(project=project, dry_run=True).defer("payload").last()
     baseline = _kb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
     started = time.perf_counter()
     try:
-        report = services.import_upload(
-            project=project, format=format, name=NAMES[format], data=data, dry_run=True
-        )
-        outcome = {"created": report.created, "failed": report.failed}
+        if mode == "web":
+            answer = services.import_dry_run(project=project, format=format, name=NAMES[format], data=data)
+            queued = isinstance(answer, ImportJob)
+            outcome = {"queued": queued, "total": answer.total if queued else answer.created}
+        elif mode == "worker":
+            assert job is not None and job.status == ImportJob.Status.QUEUED, job
+            job = services.import_job_run(job=job)
+            outcome = {"status": job.status, "created": job.result.get("created"), "data_bytes": 0}
+        else:
+            report = services.import_upload(
+                project=project, format=format, name=NAMES[format], data=data, dry_run=True
+            )
+            outcome = {"created": report.created, "failed": report.failed}
     except ApplicationError as exc:
         outcome = {"refused": exc.status_code}
     elapsed = time.perf_counter() - started
+    if mode == "worker":
+        ImportJob.objects.filter(project=project).delete()
     return {
         "format": format,
         "bytes": len(data),
@@ -126,10 +148,15 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="Write the results here.")
     parser.add_argument("--rounds", type=int, default=3, help="Dry runs of each file (medians, spread).")
     parser.add_argument("--formats", default=",".join(FORMATS), help="Comma-separated formats.")
-    parser.add_argument("--child", nargs=2, metavar=("FORMAT", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--queued",
+        default="csv",
+        help="Comma-separated formats whose dry run also goes through the web's door and the worker.",
+    )
+    parser.add_argument("--child", nargs=3, metavar=("FORMAT", "FILE", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]))))
+        print(json.dumps(child(args.child[0], Path(args.child[1]), args.child[2])))
         return 0
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextforge.settings")
@@ -156,6 +183,13 @@ def main(argv=None) -> int:
         write_file(format, over, **{**limits, "rows": limits["rows"] + 1, "files": limits["files"]})
         refused = _run_child(format, over) if format not in ("markdown", "adr") else None
         result = _summary(format, records, runs, refused)
+        if format in args.queued.split(","):
+            queued = [(_run_child(format, path, "web"), _run_child(format, path, "worker")) for _ in runs]
+            assert all(w["queued"] and j["status"] == "draft" and j["created"] == records for w, j in queued)
+            result["queued"] = {
+                "web": _spread([w for w, _j in queued], ("growth_mb", "seconds", "baseline_rss_mb")),
+                "worker": _spread([j for _w, j in queued], ("growth_mb", "seconds", "baseline_rss_mb")),
+            }
         results.append(result)
         report_row(result)
         path.unlink()
@@ -167,10 +201,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def _run_child(format: str, path: Path) -> dict:
+def _run_child(format: str, path: Path, mode: str = "inline") -> dict:
+    # The web's door queues on a memory broker: nothing is left behind in the data directory's broker.
+    env = {**os.environ, "CELERY_BROKER_URL": "memory://"}
     out = subprocess.run(
-        [sys.executable, "-m", "bench.imports_memory", "--child", format, str(path)],
+        [sys.executable, "-m", "bench.imports_memory", "--child", format, str(path), mode],
         cwd=ROOT,
+        env=env,
         check=True,
         capture_output=True,
         text=True,
@@ -178,18 +215,20 @@ def _run_child(format: str, path: Path) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _summary(format: str, records: int, runs: list[dict], refused: dict | None) -> dict:
+def _spread(runs: list[dict], keys: tuple[str, ...]) -> dict:
     def spread(key: str) -> dict:
         values = [run[key] for run in runs]
         return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
+    return {key: spread(key) for key in keys}
+
+
+def _summary(format: str, records: int, runs: list[dict], refused: dict | None) -> dict:
     return {
         "format": format,
         "records": records,
         "file_mb": runs[0]["bytes"] / 1e6,
-        "baseline_rss_mb": spread("baseline_rss_mb"),
-        "growth_mb": spread("growth_mb"),
-        "seconds": spread("seconds"),
+        **_spread(runs, ("baseline_rss_mb", "growth_mb", "seconds")),
         "over_limit": refused,
     }
 
@@ -207,6 +246,12 @@ def report_row(r: dict) -> None:
         f"({g['min']:.0f}-{g['max']:.0f}) over {r['baseline_rss_mb']['median']:.0f} MB, "
         f"{s['median']:.1f} s ({s['min']:.1f}-{s['max']:.1f}){over}"
     )
+    for side, q in r.get("queued", {}).items():
+        g, s = q["growth_mb"], q["seconds"]
+        print(
+            f"    queued, the {side + ' process':<14} peak +{g['median']:.0f} MB ({g['min']:.0f}-{g['max']:.0f}) "
+            f"over {q['baseline_rss_mb']['median']:.0f} MB, {s['median']:.1f} s ({s['min']:.1f}-{s['max']:.1f})"
+        )
 
 
 if __name__ == "__main__":

@@ -4,26 +4,65 @@ from __future__ import annotations
 
 import django
 from asgiref.sync import sync_to_async
+from django.core import signals
+from django.core.exceptions import RequestAborted
 from django.core.handlers import asgi
+from django.urls import set_script_prefix
 
 
 class ASGIHandler(asgi.ASGIHandler):
-    """Django's ASGI handler, with the middleware and the view run in one worker thread per request.
+    """Django's ASGI handler, with all of a request's sync work in one worker thread, in one crossing.
 
-    Django's own handler loads the middleware for async: with sync middleware and sync views, as every one
-    here is, a request then crosses between the event loop and a thread at each border in the chain, for
-    each middleware's ``process_view`` and for the view. Loaded as the WSGI handler loads it, the chain runs
-    whole in the request's thread: one crossing, besides those of the request_started and request_finished
-    signals. The request's thread is the one Django gives every request under ASGI (ThreadSensitiveContext),
-    so those signals still see the connection the view used. An async view would still work (Django runs
-    it with async_to_sync), but it would hold the request's thread.
+    Django's own handler loads the middleware for async and crosses between the event loop and a thread
+    at each border: the request_started signal's receivers, each sync middleware run and the view, the
+    response's close (request_finished), each in a thread of the request's own (ThreadSensitiveContext: a
+    thread started for every request), with a task beside it listening for a disconnect. Every one here
+    is sync, so this handler runs them as the WSGI handler does: the signals, the middleware chain (loaded
+    for sync), the view and the response's close together, in one call to a thread of the event loop's
+    pool; only reading the body and sending the response stay in the loop. The database connection a
+    request used goes back to its pool in the thread that used it (request_finished). A streaming
+    response's sync iterator is read whole in that thread, as Django's handler reads it whole too under
+    ASGI (``StreamingHttpResponse.__aiter__``); an async one is sent from the loop as Django sends it.
+    A client that disconnects no longer cancels its request: a sync view runs to its end either way.
     """
 
     def load_middleware(self, is_async=False):
         super().load_middleware(is_async=False)
 
-    async def get_response_async(self, request):
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+    async def handle(self, scope, receive, send):
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            response = await sync_to_async(self.respond, thread_sensitive=False)(scope, body_file)
+            await self.send_response(response, send)
+            if not response.closed:  # an async stream: closed once sent
+                await sync_to_async(response.close, thread_sensitive=False)()
+        finally:
+            body_file.close()
+
+    def respond(self, scope, body_file):
+        """The response to one request, in a worker thread: closed already unless it streams from an
+        async iterator."""
+        set_script_prefix(asgi.get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__
+        if response.streaming and response.is_async:
+            return response
+        if response.streaming:
+            # What Django's handler does with a sync iterator under ASGI, here in the request's thread.
+            response.streaming_content = _replayed(list(response.streaming_content))
+        response.close()  # request_finished: the connection goes back to the pool, from its thread
+        return response
+
+
+async def _replayed(chunks: list[bytes]):
+    for chunk in chunks:
+        yield chunk
 
 
 def get_asgi_application() -> ASGIHandler:

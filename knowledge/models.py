@@ -365,6 +365,9 @@ class ImportJob(models.Model):
     format = models.CharField(max_length=20)
     file_name = models.CharField(max_length=300)
     prune = models.BooleanField(default=False)
+    # A dry run too large to answer inline (CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS): the worker writes
+    # nothing, and the job ends previewed (a draft holding its report) that a confirmation imports.
+    dry_run = models.BooleanField(default=False)
     # The uploaded bytes, emptied once the job has read them.
     payload = models.BinaryField(default=bytes, editable=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

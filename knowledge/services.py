@@ -1297,15 +1297,19 @@ def import_job_create(
     created_by=None,
     prune: bool = False,
     queue: bool = True,
+    dry_run: bool = False,
+    total: int | None = None,
 ) -> ImportJob:
     """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
-    ``import_job_confirm`` queues); a zip that must not be unpacked, or whose members are corrupt, is
-    refused now, not by the job. A job the task queue refuses is deleted again (ImportNotQueued)."""
+    ``import_job_confirm`` queues; with ``dry_run``, queue its dry run, which ends as such a draft); a
+    zip that must not be unpacked, or whose members are corrupt, is refused now, not by the job. A job
+    the task queue refuses is deleted again (ImportNotQueued). ``total``: its records, counted already."""
     importers.check_format(format)
     _check_size(name, data)
     if importers.archive.is_zip(name, data):
         importers.archive.check(name, data)
-    import_rows_counted(format=format, name=name, data=data)
+    if total is None:
+        total = import_rows_counted(format=format, name=name, data=data)
     status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
     with transaction.atomic():
         job = ImportJob.objects.create(
@@ -1314,13 +1318,51 @@ def import_job_create(
             format=format,
             file_name=name[:300],
             prune=prune,
+            dry_run=dry_run,
             payload=data,
             status=status,
+            total=total if dry_run else 0,
             heartbeat_at=timezone.now() if queue else None,
         )
         if queue:
             _queue_import(job, undo=lambda: ImportJob.objects.filter(pk=job.pk).delete())
     return job
+
+
+def import_dry_run(
+    *, project: Project, format: str, name: str, data: bytes, created_by=None, prune: bool = False
+) -> ImportReport | ImportJob:
+    """What importing an upload would do, writing nothing. Its report, answered inline, for an upload
+    of at most CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS records and _INLINE_MB megabytes; above, the
+    dry-run job that runs it in the worker (the report lands in ``job.result`` and the job ends
+    previewed, a draft), so that no web process spends tens of seconds on one. The records are counted
+    first, a parse alone (~200,000 a second): TooManyRows before anything else."""
+    importers.check_format(format)
+    _check_size(name, data)
+    if importers.archive.is_zip(name, data):
+        importers.archive.check(name, data)
+    total = import_rows_counted(format=format, name=name, data=data)
+    inline_bytes = settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_MB * 1024 * 1024
+    if total <= settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS and len(data) <= inline_bytes:
+        return items_import(
+            records=importers.records_from(format=format, name=name, data=data),
+            total=total,
+            default_project=project,
+            projects_by_slug={project.slug: project},
+            format=format,
+            dry_run=True,
+            prune=prune,
+        )
+    return import_job_create(
+        project=project,
+        format=format,
+        name=name,
+        data=data,
+        created_by=created_by,
+        prune=prune,
+        dry_run=True,
+        total=total,
+    )
 
 
 # How long a previewed import waits for its confirmation before it is deleted, upload and all; and how
@@ -1372,16 +1414,32 @@ def _queue_import(job: ImportJob, *, undo: Callable[[], object]) -> None:
 
 
 def import_job_confirm(*, job: ImportJob) -> ImportJob:
-    """Queue a draft import (once: confirming twice queues it once)."""
-
-    def undo() -> None:
-        ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
-            status=ImportJob.Status.DRAFT, heartbeat_at=None
-        )
-
+    """Queue a draft import (once: confirming twice queues it once); a previewed dry-run job becomes
+    the import itself."""
     with transaction.atomic():
-        drafts = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.DRAFT)
-        if drafts.update(status=ImportJob.Status.QUEUED, heartbeat_at=timezone.now()):
+        draft = (
+            ImportJob.objects.select_for_update()
+            .filter(pk=job.pk, status=ImportJob.Status.DRAFT)
+            .defer("payload")
+            .first()
+        )
+        if draft is not None:
+            before = {f: getattr(draft, f) for f in ("dry_run", "done", "total", "result", "finished_at")}
+
+            def undo() -> None:
+                ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
+                    status=ImportJob.Status.DRAFT, heartbeat_at=None, **before
+                )
+
+            ImportJob.objects.filter(pk=job.pk).update(
+                status=ImportJob.Status.QUEUED,
+                dry_run=False,
+                done=0,
+                total=0,
+                result={},
+                finished_at=None,
+                heartbeat_at=timezone.now(),
+            )
             _queue_import(job, undo=undo)
     job.refresh_from_db()
     return job
@@ -1470,7 +1528,8 @@ class _Heartbeat:
 def import_job_run(*, job: ImportJob) -> ImportJob:
     """Run a queued import, committing batch by batch and recording its progress and heartbeat as it
     goes; a failure leaves the items it did not reach untouched, says how far it got, and keeps the
-    upload so that the job can be resumed."""
+    upload so that the job can be resumed. A dry-run job writes no item and ends as a draft holding its
+    report and its upload, which ``import_job_confirm`` queues for real."""
     claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.RUNNING, heartbeat_at=timezone.now()
     )
@@ -1491,6 +1550,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
                 data=payload,
                 created_by=job.created_by,
                 prune=job.prune,
+                dry_run=job.dry_run,
                 atomic=False,
                 progress=progress,
             )
@@ -1503,7 +1563,10 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     except ApplicationError as exc:  # more rows than the limit allows now: refused before any write
         fields.update(status=ImportJob.Status.FAILED, error=exc.message, payload=b"")
     else:
-        fields.update(status=ImportJob.Status.DONE, result=report.summary(), payload=b"")
+        if job.dry_run:  # previewed: its upload waits for the confirmation (or the drafts' purge)
+            fields.update(status=ImportJob.Status.DRAFT, result=report.summary())
+        else:
+            fields.update(status=ImportJob.Status.DONE, result=report.summary(), payload=b"")
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     job.refresh_from_db()

@@ -47,7 +47,7 @@ from knowledge.forms import (
     SupersedeForm,
 )
 from knowledge.importers.exports import export
-from knowledge.models import OUT, TEST_TAG, KnowledgeItem
+from knowledge.models import OUT, TEST_TAG, ImportJob, KnowledgeItem
 from knowledge.query_syntax import parts, without
 from knowledge.ranking import reference_status, signals
 from knowledge.text import PROPOSAL_MARKERS, version_diff
@@ -584,14 +584,21 @@ def import_page(request):
             format = importers.format_of(form.cleaned_data["format"], name, raw)
             if raw is not data and format not in importers.ZIPPED_FORMATS:
                 data = raw  # a file a zip may not hold is imported as it is, undated
-            options = {"project": form.cleaned_data["project"], "format": format, "name": name, "data": data}
-            report = services.import_upload(**options, dry_run=True, prune=form.cleaned_data["prune"])
-            job = services.import_job_create(
-                **options, created_by=request.user, prune=form.cleaned_data["prune"], queue=False
-            )
+            options = {
+                "project": form.cleaned_data["project"],
+                "format": format,
+                "name": name,
+                "data": data,
+                "prune": form.cleaned_data["prune"],
+                "created_by": request.user,
+            }
+            report = services.import_dry_run(**options)
+            if isinstance(report, ImportJob):  # too large to answer now: the worker runs it, its page follows
+                return redirect("dashboard:import-job", pk=report.pk)
+            job = services.import_job_create(**options, queue=False)
         except ValidationError as exc:
             apply_errors(form, exc)
-        except ApplicationError as exc:  # too many rows (413)
+        except ApplicationError as exc:  # too many rows (413), or a dry-run job the queue refused (503)
             form.add_error("file", exc.message)
             return render(request, "knowledge/import.html", context, status=exc.status_code)
         else:

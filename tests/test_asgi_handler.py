@@ -1,5 +1,5 @@
-"""The web server's Django handler (contextforge.handlers): a request's middleware and view run in one
-worker thread, under the same ASGI app that serves /mcp."""
+"""The web server's Django handler (contextforge.handlers): a request's signals, middleware, view and
+close run in one worker thread, in one crossing, under the same ASGI app that serves /mcp."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ def asgi_post(path: str, body: dict, secret: str) -> httpx2.Response:
     return run(call())
 
 
-def test_a_request_crosses_from_the_event_loop_into_a_thread_once_besides_its_two_signals(cast, monkeypatch):
-    """Django's own ASGI handler crosses seven times here (each sync border, each process_view, the view)."""
+def test_a_request_crosses_from_the_event_loop_into_a_thread_once(cast, monkeypatch):
+    """Django's own ASGI handler crosses seven times here (each sync border, each process_view, the view),
+    and twice more for the request_started and request_finished signals."""
     secret = api_client_for(cast.owner, project=cast.project).secret
     crossings, threads, loop_threads = [], set(), set()
     call = sync.SyncToAsync.__call__
@@ -49,7 +50,7 @@ def test_a_request_crosses_from_the_event_loop_into_a_thread_once_besides_its_tw
     monkeypatch.setattr(authentication.ApiKeyAuthentication, "authenticate", noting_thread)
     response = asgi_post("/api/v1/items/", {"title": "Deploys", "content": "Blue-green."}, secret)
     assert response.status_code == 201, response.text
-    assert len(crossings) == 3, crossings
+    assert crossings == ["respond"], crossings
     assert threads and not threads & loop_threads  # the view ran in a worker thread, not on the event loop
 
 
@@ -57,3 +58,22 @@ def test_an_error_raised_in_a_view_is_still_answered_as_json_through_the_asgi_ap
     secret = api_client_for(cast.owner, project=cast.project).secret
     response = asgi_post("/api/v1/search/", {"query": "   "}, secret)
     assert response.status_code == 400 and "query" in response.json()
+
+
+def test_a_streamed_export_is_sent_whole_through_the_asgi_app(cast):
+    from mcpserver.http import build_application
+    from tests.knowledge.factories import make_item
+
+    for n in range(3):
+        make_item(cast.project, f"Note {n}", f"Body {n}.")
+    secret = api_client_for(cast.owner, project=cast.project).secret
+
+    async def call():
+        transport = httpx2.ASGITransport(app=build_application())
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            headers = {"Authorization": f"Bearer {secret}"}
+            return await client.get("/api/v1/items/export/?project=acme&format=jsonl", headers=headers)
+
+    response = run(call())
+    assert response.status_code == 200, response.text
+    assert sorted(line.count("Note") for line in response.text.splitlines()) == [1, 1, 1]

@@ -415,7 +415,9 @@ class ImportDryRunOutputSerializer(ImportSummarySerializer):
 
 class ImportJobOutputSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    result = serializers.SerializerMethodField(help_text="Once done (or failed part way): the report.")
+    result = serializers.SerializerMethodField(
+        help_text="Once done (or failed part way, or previewed by a dry-run job): the report."
+    )
     resumable = serializers.SerializerMethodField(
         help_text="Failed and still holding its upload: POST /imports/{id}/resume/ runs it again."
     )
@@ -428,6 +430,7 @@ class ImportJobOutputSerializer(serializers.ModelSerializer):
             "format",
             "file_name",
             "prune",
+            "dry_run",
             "status",
             "done",
             "total",

@@ -31,6 +31,7 @@ urlpatterns = [
     path("snapshots/<int:pk>/restore/", views.SnapshotRestoreApi.as_view(), name="snapshot-restore"),
     path("imports/", views.ImportCreateApi.as_view(), name="imports"),
     path("imports/<int:pk>/", views.ImportDetailApi.as_view(), name="import"),
+    path("imports/<int:pk>/confirm/", views.ImportConfirmApi.as_view(), name="import-confirm"),
     path("imports/<int:pk>/resume/", views.ImportResumeApi.as_view(), name="import-resume"),
     path("search/", views.SearchApi.as_view(), name="search"),
     path("items/<int:pk>/confirm/", views.ItemConfirmApi.as_view(), name="item-confirm"),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import Http404, StreamingHttpResponse
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -22,6 +23,7 @@ from knowledge import importers, selectors, services
 from knowledge.api import serializers as s
 from knowledge.importers import json_lines
 from knowledge.importers.exports import EXPORT_FORMATS, check_export_format, export
+from knowledge.models import ImportJob
 
 ERROR_RESPONSE = inline_serializer("Error", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
@@ -447,6 +449,7 @@ class ItemExportApi(APIView):
 
 
 FILE_REQUIRED = _("Upload the file in the multipart field 'file', or send it as the body.")
+IMPORT_NOT_PREVIEWED = _("Only a previewed import (a finished dry-run job, status 'draft') can be confirmed.")
 # A body sent without a file name is named after its content type, so that its format can be guessed.
 BODY_NAMES = {
     "application/json": "upload.json",
@@ -514,7 +517,10 @@ class ImportCreateApi(APIView):
         },
         description="Import a file or a zip of files in one of the formats (JSON, JSON Lines, Markdown notes, "
         "agent memory files, ADRs, CSV, a mem0 export). With dry_run, answers what would be created, "
-        "updated, skipped and failed, writing nothing; without, queues a job (GET /imports/{id}/). "
+        "updated, skipped and failed, writing nothing: at once (200) for an upload of at most "
+        "CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS records, else as a dry-run job (202, its URL in Location) "
+        "that ends 'draft' with the same report in its result, and that POST /imports/{id}/confirm/ "
+        "imports. Without dry_run, queues a job (202, GET /imports/{id}/). "
         "Importing the same source again updates what changed and skips the rest.",
     )
     def post(self, request):
@@ -523,14 +529,23 @@ class ImportCreateApi(APIView):
         format = importers.format_of(request.query_params.get("format"), name, data)
         prune = query_flag(request, "prune")
         if query_flag(request, "dry_run"):
-            report = services.import_upload(
-                project=project, format=format, name=name, data=data, dry_run=True, prune=prune
+            report = services.import_dry_run(
+                project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
             )
-            return Response({"format": format, "dry_run": True, **report.summary()})
+            if not isinstance(report, ImportJob):
+                return Response({"format": format, "dry_run": True, **report.summary()})
+            return _accepted(request, report)  # too large to answer now: a dry-run job
         job = services.import_job_create(
-            project=project, format=format, name=name, data=data, created_by=request.user, prune=prune
+            project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
         )
-        return Response(s.ImportJobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return _accepted(request, job)
+
+
+def _accepted(request, job) -> Response:
+    """202 with the job, and its URL in ``Location`` (the client polls it)."""
+    url = request.build_absolute_uri(reverse("api:import", kwargs={"pk": job.pk}))
+    data = s.ImportJobOutputSerializer(job).data
+    return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 
 class ImportDetailApi(APIView):
@@ -542,6 +557,31 @@ class ImportDetailApi(APIView):
     def get(self, request, pk: int):
         job = selectors.import_job_get(projects=request_projects(request), pk=pk)
         return Response(s.ImportJobOutputSerializer(job).data)
+
+
+class ImportConfirmApi(APIView):
+    required_scope = "admin"
+
+    @extend_schema(
+        operation_id="imports_confirm",
+        request=None,
+        responses={
+            202: s.ImportJobOutputSerializer,
+            404: ERROR_RESPONSE,
+            409: OpenApiResponse(FIELD_ERRORS, description="The job is not a previewed (draft) one."),
+            503: OpenApiResponse(
+                ERROR_RESPONSE, description="The task queue refused the job; it stays a draft."
+            ),
+        },
+        description="Import what a dry-run job previewed (a job whose status is 'draft'): it is queued as "
+        "the import itself.",
+    )
+    def post(self, request, pk: int):
+        job = selectors.import_job_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, job.project, "admin")
+        if job.status != ImportJob.Status.DRAFT:
+            raise ApplicationError(IMPORT_NOT_PREVIEWED, field="status", status_code=409)
+        return _accepted(request, services.import_job_confirm(job=job))
 
 
 class ImportResumeApi(APIView):

