@@ -229,3 +229,14 @@ def knowledge_paths_under(*, repository: Repository, path: str) -> list[str]:
     else:
         files = files.filter(path=path)
     return list(files.order_by("path").values_list("path", flat=True))
+
+
+def commits_since(*, projects, since: datetime, limit: int = 50) -> tuple[list[Commit], int]:
+    """The commits of ``projects``' enabled repositories made at or after ``since``, newest first, at most
+    ``limit`` (with their files and repository); and how many in all. A sync records no time of its own
+    per commit: a commit synced late but made before ``since`` is not among them."""
+    commits = Commit.objects.filter(
+        repository__project__in=projects, repository__enabled=True, committed_at__gte=since
+    )
+    listed = commits.select_related("repository__project").prefetch_related("files").order_by("-committed_at")
+    return list(listed[:limit]), commits.count()

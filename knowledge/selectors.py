@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -19,6 +21,7 @@ from knowledge.keywords import text_error
 from knowledge.models import ImportJob, ItemSource, ItemVersion, KnowledgeItem, Snapshot, normalize_tag
 from knowledge.query_syntax import Understood, understand
 from knowledge.ranking import SearchFilters, SearchResult, search
+from knowledge.spaces import clean_space
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
@@ -30,11 +33,26 @@ NEAR_DUPLICATE_COSINE = 0.92
 NEAR_DUPLICATES_SHOWN = 3
 
 
-def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
+def checked_space(space: str | None) -> str:
+    """A space a reader names (a filter): validated like an item's, an ApplicationError on ``space``."""
+    try:
+        return clean_space(space)
+    except ValidationError as exc:
+        raise ApplicationError(exc.message_dict["space"][0], field="space") from None
+
+
+def items_for(*, projects, tag: str | None = None, space: str | None = None) -> QuerySet[KnowledgeItem]:
+    """The items of ``projects`` in memory, narrowed to a tag and to a space (and the spaces below it)."""
     items = KnowledgeItem.objects.in_projects(projects).select_related("project").without_embedding()
     if tag:
         items = items.filter(tags__contains=[normalize_tag(tag)])
-    return items
+    return items.in_space(checked_space(space))
+
+
+def space_counts(*, projects) -> dict[str, int]:
+    """How many items in memory each space of ``projects`` holds ("" for the root)."""
+    rows = KnowledgeItem.objects.in_projects(projects).order_by().values_list("space").annotate(n=Count("id"))
+    return dict(rows)
 
 
 # The Items page's orders, by the name its URL keeps.
@@ -46,11 +64,11 @@ ITEM_ORDERS = {
 
 
 def items_listed(
-    *, projects, tag: str | None = None, text: str = "", order: str = "updated"
+    *, projects, tag: str | None = None, space: str | None = None, text: str = "", order: str = "updated"
 ) -> QuerySet[KnowledgeItem]:
     """The Items page: ``items_for`` narrowed to those whose title or content holds ``text`` (any case),
     in one of ITEM_ORDERS ("referenced": the items naming the most files first)."""
-    items = items_for(projects=projects, tag=tag)
+    items = items_for(projects=projects, tag=tag, space=space)
     for word in text.split():
         items = items.filter(Q(title__icontains=word) | Q(content__icontains=word))
     if order == "referenced":
@@ -180,7 +198,9 @@ def snapshot_get(*, projects, pk: int) -> Snapshot:
     return get_object_or_404(snapshots_for(projects=projects), pk=pk)
 
 
-def search_filters(*, projects, understood: Understood, tags=(), text: str = "") -> SearchFilters:
+def search_filters(
+    *, projects, understood: Understood, tags=(), text: str = "", space: str = ""
+) -> SearchFilters:
     """The filters of a search over ``projects``: those given (``tags``, keyword ``text``, checked by
     the caller) and those written in its query (checked here: an error names the field ``query``, as
     it does for a query of filters alone, which leaves nothing to rank by)."""
@@ -195,6 +215,7 @@ def search_filters(*, projects, understood: Understood, tags=(), text: str = "")
         tags=(*tags, *understood.tags),
         texts=tuple(t for t in (text, understood.text) if t),
         paths=understood.paths,
+        space=space,
     )
 
 
@@ -213,6 +234,7 @@ def search_for(
     projects: Sequence[Project] | QuerySet[Project] | None = None,
     tags: Sequence[str] = (),
     text: str = "",
+    space: str | None = None,
     limit: int = 10,
     min_score: float | None = None,
     count_excluded: bool = False,
@@ -222,17 +244,19 @@ def search_for(
     ``readable``: every project the caller may read, where a project named in the query
     (``project:slug``) is looked up; ``projects``: where to search when the query names none (default:
     ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
-    is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``; no model, a 503.
+    is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``, a bad ``space``
+    (which holds the spaces below it) on ``space``; no model, a 503.
     """
     understood = understand(query)
     if text and (error := text_error(text)):
         raise ApplicationError(error, field="text")
+    space = checked_space(space)
     if understood.project:
         projects = _named_project(readable, understood.project)
     elif projects is None:
         projects = readable
     projects = list(projects)
-    filters = search_filters(projects=projects, understood=understood, tags=tags, text=text)
+    filters = search_filters(projects=projects, understood=understood, tags=tags, text=text, space=space)
     try:
         result = search(
             projects=projects,
@@ -293,3 +317,78 @@ def sourced_items(*, project, keys: list[str]) -> QuerySet[KnowledgeItem]:
 def item_source(*, item: KnowledgeItem) -> ItemSource | None:
     """Where an imported item came from (a file path, ``path@sha`` for a repository's), if it was imported."""
     return ItemSource.objects.filter(item=item).first()
+
+
+# ----- what changed since a time (the session digest) ---------------------------------------------
+
+# What a version says happened to its item, as the digest names it. "superseded" is the hook for a
+# supersede relation: a service that records one names the action "supersede" in its history context.
+CHANGE_KINDS = {
+    "create": "created",
+    "import": "updated",
+    "update": "updated",
+    "restore": "updated",
+    "to_memory": "updated",
+    "delete": "trashed",
+    "to_tasks": "moved to tasks",
+    "move": "moved",
+    "supersede": "superseded",
+}
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """What happened to one item since a time: its kinds of change in the order they happened, the last
+    one's time, who made it and through which channel, and the item as it stands."""
+
+    item_id: int
+    project: str
+    title: str
+    space: str
+    kinds: tuple[str, ...]
+    at: datetime
+    user: str | None
+    channel: str | None
+
+
+def items_changed(*, projects, since: datetime, limit: int = 50) -> tuple[list[ItemChange], int]:
+    """The items of ``projects`` with a version recorded at or after ``since``, most recently changed
+    first, at most ``limit``; and how many items changed in all. Read from the item history (every write
+    records a version), so an import's COPY and a change made in the admin count too."""
+    versions = (
+        versions_with_users(
+            ItemVersion.objects.filter(project__in=projects, pgh_created_at__gte=since).select_related(
+                "project"
+            )
+        )
+        .order_by("pgh_id")
+        .only("pgh_id", "pgh_obj_id", "pgh_label", "pgh_context", "pgh_created_at", "project__slug")
+    )
+    changes: dict[int, dict] = {}
+    for version in versions.iterator(2000):
+        kind = CHANGE_KINDS.get(version.action, "updated")
+        if version.pgh_label == "create" and version.action != "create":
+            kind = "created"  # an import's (or a shell's) insert
+        change = changes.setdefault(version.pgh_obj_id, {"kinds": [], "project": version.project.slug})
+        if kind not in change["kinds"]:
+            change["kinds"].append(kind)
+        change.update(
+            at=version.pgh_created_at, user=version.user_name, channel=version.context.get("channel")
+        )
+    newest = sorted(changes.items(), key=lambda pair: pair[1]["at"], reverse=True)[:limit]
+    items = KnowledgeItem.objects.filter(pk__in=[pk for pk, _c in newest]).only("pk", "title", "space")
+    by_id = {item.pk: item for item in items}
+    return [
+        ItemChange(
+            item_id=pk,
+            project=change["project"],
+            title=by_id[pk].title,
+            space=by_id[pk].space,
+            kinds=tuple(change["kinds"]),
+            at=change["at"],
+            user=change["user"],
+            channel=change["channel"],
+        )
+        for pk, change in newest
+        if pk in by_id  # purged since
+    ], len(changes)

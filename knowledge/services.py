@@ -39,6 +39,7 @@ from knowledge.models import (
     normalize_tag,
 )
 from knowledge.signals import import_queued, items_pending
+from knowledge.spaces import clean_space
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -207,15 +208,18 @@ def item_create(
     title: str,
     content: str,
     tags: list[str] | None = None,
+    space: str | None = None,
     created_by=None,
 ) -> KnowledgeItem:
     title, content, tags = clean_item_fields(title=title, content=content, tags=tags)
+    space = clean_space(space)
     now = timezone.now()
     item = KnowledgeItem(
         project=project,
         title=title,
         content=content,
         tags=tags,
+        space=space,
         created_by=created_by,
         created_at=now,
         updated_at=now,
@@ -239,10 +243,11 @@ def item_update(
     title=_UNSET,
     content=_UNSET,
     tags=_UNSET,
+    space=_UNSET,
     expected_version: int | None = None,
     action: str = Action.UPDATE,
 ) -> KnowledgeItem:
-    """Change an item's text and/or tags. With ``expected_version``, only if the item is still at that
+    """Change an item's text, tags and/or space (moving it changes neither its text nor its recency). With ``expected_version``, only if the item is still at that
     version (StaleVersion otherwise); without it the last write wins, and history keeps both."""
     with transaction.atomic(), history_context(action=action):
         # Lock the row: two clients editing one item at once must not lose either edit.
@@ -257,9 +262,11 @@ def item_update(
         new_title, new_content, new_tags = clean_item_fields(
             title=new_title, content=new_content, tags=new_tags
         )
+        new_space = current.space if space is _UNSET else clean_space(space)
         text_changed = (new_title, new_content) != (current.title, current.content)
         current.title, current.content, current.tags = new_title, new_content, new_tags
-        fields = ["title", "content", "tags"]
+        current.space = new_space
+        fields = ["title", "content", "tags", "space"]
         if text_changed:
             _derive(current)
             current.updated_at = timezone.now()
@@ -279,6 +286,15 @@ def item_update(
         if text_changed:
             _save_passages([current], written)
     return current
+
+
+def items_move(*, items: Iterable[KnowledgeItem], space: str | None) -> int:
+    """Move ``items`` to ``space`` (validated; "" or None is the project's root) in one statement, a
+    version each (an item already there records none); how many moved. Their text and recency stay."""
+    space = clean_space(space)
+    ids = [item.pk for item in items]
+    with transaction.atomic(), history_context(action=Action.MOVE):
+        return KnowledgeItem.objects.filter(pk__in=ids).exclude(space=space).update(space=space)
 
 
 def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:
@@ -459,7 +475,7 @@ def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
 
 # ----- import ---------------------------------------------------------------------------------
 
-IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project"}
+IMPORT_FIELDS = {"title", "content", "tags", "space", "created_at", "updated_at", "project"}
 # The model embeds a batch while the one before it is written, so the last batch's write is all that
 # runs after the model: 500 keeps that tail short, and the model (sorting a batch by length) pads little.
 IMPORT_BATCH = 500
@@ -745,7 +761,12 @@ class _ImportPlan:
         if not self.dry_run:
             # Through the one update service: whatever an edit records (a version), an import's does too.
             source.item = item_update(
-                item=source.item, title=item.title, content=item.content, tags=item.tags, action=Action.IMPORT
+                item=source.item,
+                title=item.title,
+                content=item.content,
+                tags=item.tags,
+                space=item.space,
+                action=Action.IMPORT,
             )
             source.digest, source.ref = source_digest(item), record.ref
             source.save(update_fields=["digest", "ref"])
@@ -779,8 +800,10 @@ class _ImportPlan:
 
 
 def source_digest(item: KnowledgeItem) -> str:
-    """What a source said about an item, hashed: importing it again with the same digest changes nothing."""
-    text = json.dumps([item.title, item.content, item.tags], ensure_ascii=False)
+    """What a source said about an item, hashed: importing it again with the same digest changes nothing.
+    (An item at the root hashes as it did before spaces: its source's digest still holds.)"""
+    space = [item.space] if item.space else []
+    text = json.dumps([item.title, item.content, item.tags, *space], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -819,6 +842,10 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
         )
     except ValidationError as exc:
         errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    try:
+        space = clean_space(value.get("space"))
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
     stamps = {}
     for name in ("created_at", "updated_at"):
         try:
@@ -837,6 +864,7 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
         title=title,
         content=content,
         tags=tags,
+        space=space,
         created_by=created_by,
         created_at=created_at,
         updated_at=updated_at,
