@@ -288,13 +288,13 @@ def item_update(
     return current
 
 
-def items_move(*, items: Iterable[KnowledgeItem], space: str | None) -> int:
-    """Move ``items`` to ``space`` (validated; "" or None is the project's root) in one statement, a
-    version each (an item already there records none); how many moved. Their text and recency stay."""
+def items_move(*, item_ids: Iterable[int], space: str | None) -> int:
+    """Move the items ``item_ids`` to ``space`` (validated; "" or None is the project's root) in one
+    statement, a version each (an item already there records none); how many moved. Their text and
+    recency stay."""
     space = clean_space(space)
-    ids = [item.pk for item in items]
     with transaction.atomic(), history_context(action=Action.MOVE):
-        return KnowledgeItem.objects.filter(pk__in=ids).exclude(space=space).update(space=space)
+        return KnowledgeItem.objects.filter(pk__in=list(item_ids)).exclude(space=space).update(space=space)
 
 
 def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:

@@ -112,9 +112,9 @@ def items_move(request):
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
         return redirect(back)
     writable = projects_for(user=request.user, scope="write")
-    items = list(selectors.items_for(projects=writable).filter(pk__in=form.item_ids).only("pk"))
+    ids = selectors.items_for(projects=writable).filter(pk__in=form.item_ids).values_list("pk", flat=True)
     try:
-        moved = services.items_move(items=items, space=form.cleaned_data["space"])
+        moved = services.items_move(item_ids=list(ids), space=form.cleaned_data["space"])
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect(back)

@@ -45,9 +45,9 @@ def spaced(cast):
 
 
 def placed(spaced):
-    services.items_move(items=[spaced["auth"]], space="architecture/auth")
-    services.items_move(items=[spaced["arch"]], space="architecture")
-    services.items_move(items=[spaced["runbook"]], space="runbooks")
+    services.items_move(item_ids=[spaced["auth"].pk], space="architecture/auth")
+    services.items_move(item_ids=[spaced["arch"].pk], space="architecture")
+    services.items_move(item_ids=[spaced["runbook"].pk], space="runbooks")
 
 
 @pytest.mark.parametrize("space", BAD_SPACES)
@@ -217,7 +217,9 @@ def test_the_migration_places_notes_imported_before_spaces_and_keeps_their_reimp
     # As the import left them before spaces: at the root, their digests taken without a space.
     restart = KnowledgeItem.objects.get(title="Restart")
     KnowledgeItem.objects.filter(pk=restart.pk).update(space="")
-    ItemSource.objects.filter(item=restart).update(digest=migration._digest(restart.title, restart.content, restart.tags))
+    ItemSource.objects.filter(item=restart).update(
+        digest=migration._digest(restart.title, restart.content, restart.tags)
+    )
     migration.place_imported_notes(apps, None)
     assert dict(KnowledgeItem.objects.values_list("title", "space")) == {"Restart": "runbooks", "Top": ""}
     again = services.import_upload(project=cast.project, format="markdown", name="notes.zip", data=data)
@@ -226,7 +228,7 @@ def test_the_migration_places_notes_imported_before_spaces_and_keeps_their_reimp
 
 def test_moving_items_records_a_version_each_and_names_the_move(cast):
     one, two = make_item(cast.project, "One", "1"), make_item(cast.project, "Two", "2")
-    assert services.items_move(items=[one, two], space="archive") == 2
-    assert services.items_move(items=[one, two], space="archive") == 0  # already there: no version
+    assert services.items_move(item_ids=[one.pk, two.pk], space="archive") == 2
+    assert services.items_move(item_ids=[one.pk, two.pk], space="archive") == 0  # already there: no version
     versions = ItemVersion.objects.filter(pgh_obj_id__in=[one.pk, two.pk], space="archive")
     assert versions.count() == 2 and {v.action for v in versions} == {"move"}

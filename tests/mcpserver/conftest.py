@@ -45,6 +45,7 @@ MEMORY_TOOLS = {
     "memory_untrash",
     "memory_import",
     "memory_export",
+    "memory_recent",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
@@ -60,7 +61,13 @@ WRITE_TOOLS = {
     "wish_to_task": {"item_id": 1},
 }
 # The task-side tools a read-only key may use.
-READ_TOOLS = {"task_list": {}, "task_next": {}, "repo_activity": {"days": 7}, "memory_trash": {}}
+READ_TOOLS = {
+    "task_list": {},
+    "task_next": {},
+    "repo_activity": {"days": 7},
+    "memory_trash": {},
+    "memory_recent": {"since": "1d"},
+}
 
 
 def database_url() -> str:

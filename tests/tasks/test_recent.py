@@ -48,7 +48,7 @@ def changes(cast, tmp_path, settings, data_dir):
     since = timezone.now()
     fresh = make_item(cast.project, "Fresh fact", "Deploys go out on Tuesdays.")
     services.item_update(item=past["edited"], content="Edited later, and now.")
-    services.items_move(items=[past["moved"]], space="archive/2026")
+    services.items_move(item_ids=[past["moved"].pk], space="archive/2026")
     services.item_delete(item=past["trashed"])
     wished = task_services.wish_to_task(item=wish, created_by=cast.owner)
     task_services.task_update(task=old_task, status=Status.IN_PROGRESS)
