@@ -109,7 +109,7 @@ def items_move(request):
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back:
         back = reverse("dashboard:items")
     if not form.is_valid():
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect(back)
     writable = projects_for(user=request.user, scope="write")
     ids = selectors.items_for(projects=writable).filter(pk__in=form.item_ids).values_list("pk", flat=True)

@@ -36,7 +36,9 @@ def test_a_member_on_a_phone_without_javascript_filters_by_space_and_moves_ticke
     page.goto(f"{live_server.url}/dashboard/items/")
     assert page.evaluate(OVERFLOW) <= 0
     page.click("#space-tree a:text-is('legacy-saml-bridges')")
-    assert [t.strip() for t in page.locator("#item-list li > a:first-of-type").all_inner_texts()] == ["OAuth flows"]
+    assert [t.strip() for t in page.locator("#item-list li > a:first-of-type").all_inner_texts()] == [
+        "OAuth flows"
+    ]
     assert page.evaluate(OVERFLOW) <= 0
 
     page.goto(f"{live_server.url}/dashboard/items/")
