@@ -266,22 +266,21 @@ def context(client: Client, args: argparse.Namespace) -> Any:
 def changed_paths(base: str | None) -> list[str]:
     """The repository-relative paths the working tree changed (staged, unstaged, untracked); with ``base``
     also those the branch changed since it left ``base`` (``git diff base...HEAD``)."""
-    commands = [
-        ["git", "diff", "--name-only", "--relative=", "HEAD"],
-        ["git", "ls-files", "--others", "--exclude-standard", "--full-name"],
-    ]
-    if base:
-        commands.insert(0, ["git", "diff", "--name-only", "--relative=", f"{base}...HEAD"])
-    paths: list[str] = []
-    for command in commands:
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise Failure(f"Cannot run git: {exc}", USAGE) from None
-        if done.returncode != 0:
-            raise Failure(f"git failed: {done.stderr.strip() or done.returncode}", USAGE)
-        paths += [line for line in done.stdout.splitlines() if line.strip()]
-    return paths
+    top = _git(["rev-parse", "--show-toplevel"], None)[0]
+    paths = _git(["diff", "--name-only", f"{base}...HEAD"], top) if base else []
+    paths += _git(["diff", "--name-only", "HEAD"], top)
+    return paths + _git(["ls-files", "--others", "--exclude-standard"], top)
+
+
+def _git(args: list[str], cwd: str | None) -> list[str]:
+    """The lines git prints (run in the repository's top folder: paths relative to it)."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Failure(f"Cannot run git: {exc}", USAGE) from None
+    if done.returncode != 0:
+        raise Failure(f"git {args[0]} failed: {done.stderr.strip() or done.returncode}", USAGE)
+    return [line for line in done.stdout.splitlines() if line.strip()]
 
 
 def context_text(data: dict[str, Any]) -> str:
@@ -453,9 +452,11 @@ def parser() -> argparse.ArgumentParser:
         help=f"Seconds to wait for the server (default: $CONTEXTFORGE_TIMEOUT or {DEFAULT_TIMEOUT:g}).",
     )
     top.add_argument("--json", action="store_true", help="Print the API's JSON answer, for scripts.")
-    # --json after the command too (contextforge search "x" --json), without undoing it when given before.
+    # The options after the command too (contextforge search "x" --json), without undoing it when given before.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for name, kind in (("--url", str), ("--key", str), ("--timeout", float)):
+        common.add_argument(name, type=kind, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     top.add_argument("--version", action="version", version=f"contextforge {VERSION}")
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
 
