@@ -42,7 +42,10 @@ class PathField(StrictCharField):
 
 class ContextInputSerializer(InputSerializer):
     paths = serializers.ListField(
-        child=PathField(trim_whitespace=False, max_length=MAX_PATH_LENGTH), min_length=1, max_length=MAX_PATHS, help_text=PATHS_HELP
+        child=PathField(trim_whitespace=False, max_length=MAX_PATH_LENGTH),
+        min_length=1,
+        max_length=MAX_PATHS,
+        help_text=PATHS_HELP,
     )
     query = StrictCharField(
         required=False,
