@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "knowledge",
     "tasks",
     "gitsync",
+    "context",
     "mcpserver",
 ]
 

@@ -10,6 +10,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("gitsync.api.urls")),
     path("", include("tasks.api.urls")),
     path("", include("accounts.api.urls")),
+    path("", include("context.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
 ]

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
@@ -22,6 +22,7 @@ from knowledge.models import ImportJob, ItemSource, ItemVersion, KnowledgeItem, 
 from knowledge.query_syntax import Understood, understand
 from knowledge.ranking import SearchFilters, SearchResult, search
 from knowledge.spaces import clean_space
+from knowledge.targets import Targets
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
@@ -238,6 +239,7 @@ def search_for(
     limit: int = 10,
     min_score: float | None = None,
     count_excluded: bool = False,
+    paths: Sequence[str] = (),
 ) -> Found:
     """The one door to search for the dashboard, the API and MCP.
 
@@ -246,6 +248,7 @@ def search_for(
     ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
     is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``, a bad ``space``
     (which holds the spaces below it) on ``space``; no model, a 503.
+    ``paths``: only items referencing one of these (as the query's ``path:`` does).
     """
     understood = understand(query)
     if text and (error := text_error(text)):
@@ -257,6 +260,8 @@ def search_for(
         projects = readable
     projects = list(projects)
     filters = search_filters(projects=projects, understood=understood, tags=tags, text=text, space=space)
+    if paths:
+        filters = replace(filters, paths=(*filters.paths, *paths))
     try:
         result = search(
             projects=projects,
@@ -270,6 +275,22 @@ def search_for(
         raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
     metrics.observe_search(result)
     return Found(understood=understood, result=result)
+
+
+def references_bearing_on(*, projects, targets: Targets) -> list[str]:
+    """The references of the items of ``projects`` that name one of ``targets``' files or a file in one of
+    its folders: what a search narrowed to them (``search_for(paths=...)``) ranks."""
+    joined = Func(F("references"), Value("\n"), function="array_to_string", output_field=TextField())
+    bearing = Q(references__overlap=list(targets.names))
+    for folder in targets.prefixes:
+        bearing |= Q(joined_references__startswith=folder) | Q(joined_references__contains="\n" + folder)
+    rows = (
+        KnowledgeItem.objects.in_projects(projects)
+        .annotate(joined_references=joined)
+        .filter(bearing)
+        .values_list("references", flat=True)
+    )
+    return sorted({r for references in rows for r in references if targets.match(r) is not None})
 
 
 def _named_project(readable, slug: str) -> list[Project]:

@@ -5,7 +5,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from gitsync import selectors as git_selectors
@@ -13,6 +13,8 @@ from gitsync.models import Commit
 from knowledge import selectors as knowledge_selectors
 from knowledge.models import KnowledgeItem
 from knowledge.selectors import ItemChange
+from knowledge.targets import Targets
+from knowledge.text import extract_references
 from tasks.models import Status, Task
 from tasks.services import ASSIGNEE_NOT_MEMBER
 
@@ -31,6 +33,23 @@ def tasks_for(
     if tag:
         tasks = tasks.filter(tags__contains=[tag])
     return tasks
+
+
+def open_tasks_bearing_on(*, projects, targets: Targets, limit: int = 10) -> list[tuple[Task, list[str]]]:
+    """The open tasks of ``projects`` whose title or description names one of ``targets``' files or a file
+    in one of its folders (as an item's references would), most urgent first, with why."""
+    words = [file.rpartition("/")[2] for file in targets.files] + list(targets.prefixes)
+    mentions = Q(pk__in=[])
+    for word in words:
+        mentions |= Q(title__contains=word) | Q(description__contains=word)
+    found = []
+    for task in tasks_for(projects=projects).open().filter(mentions).by_urgency():
+        reasons = targets.reasons(extract_references(task.title, task.description))
+        if reasons:
+            found.append((task, reasons))
+            if len(found) == limit:
+                break
+    return found
 
 
 def task_get(*, projects, pk: int) -> Task:
