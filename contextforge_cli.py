@@ -284,32 +284,30 @@ def _git(args: list[str], cwd: str | None) -> list[str]:
 
 
 def context_text(data: dict[str, Any]) -> str:
-    """The context answer in lines; reads what it finds (the answer lists items, tasks and commits)."""
+    """The context answer in lines: each item with why it is there and its text, then tasks and commits."""
     if data.get("note"):
         return str(data["note"])
     lines = []
-    items = data.get("items") or data.get("results") or []
-    for entry in items:
-        item = entry.get("item", entry)
-        why = entry.get("why") or entry.get("reasons") or []
-        why_text = "; ".join(why) if isinstance(why, list) else str(why)
-        score = f", score {entry['score']:.3f}" if isinstance(entry.get("score"), int | float) else ""
+    for item in data["items"]:
+        where = f"{item['project']}/{item['space']}" if item.get("space") else item["project"]
+        badges = f" [{', '.join(item['badges'])}]" if item.get("badges") else ""
+        lines.append(f"#{item['id']} {item['title']}  ({where}, score {item['score']:.3f}){badges}")
+        if item.get("reasons"):
+            lines.append(f"   why: {'; '.join(item['reasons'])}")
+        lines += [f"   {line}" for line in _lines(item["text"], TEXT_LINES)]
+    for task in data["tasks"]:
+        why = f" — {'; '.join(task['reasons'])}" if task.get("reasons") else ""
+        lines.append(f"task {task['short_id']} {task['title']} ({task['status']}, {task['priority']}){why}")
+    for commit in data["commits"]:
+        files = ", ".join(f"{f['change_type']} {f['path']}" for f in commit["files"])
+        lines.append(f"commit {commit['sha'][:8]} {commit['author']}: {commit['summary']} ({files})")
+    budget = data.get("budget") or {}
+    if budget.get("cut"):
         lines.append(
-            f"#{item.get('id')} {item.get('title')}{score}" + (f"  — {why_text}" if why_text else "")
+            f"(cut to the budget of {budget['tokens']} tokens: `contextforge get ID` reads an item whole)"
         )
-        text = entry.get("text") or (entry.get("passage") or {}).get("text") or item.get("content") or ""
-        lines += [f"   {line}" for line in _lines(text, TEXT_LINES)]
-    for task in data.get("tasks") or []:
-        lines.append(
-            f"task {task.get('short_id', task.get('id'))} {task.get('title')} ({task.get('status')})"
-        )
-    for commit in data.get("commits") or []:
-        sha = str(commit.get("sha", ""))[:8]
-        lines.append(
-            f"commit {sha} {commit.get('author', '')}: {commit.get('summary') or commit.get('message', '')}"
-        )
-    if data.get("truncated") or data.get("budget_note"):
-        lines.append(str(data.get("budget_note") or "(cut to the token budget)"))
+    elif budget.get("omitted"):
+        lines.append(f"({budget['omitted']} more left out to stay within {budget['tokens']} tokens)")
     return "\n".join(lines) or "Nothing bears on these files."
 
 

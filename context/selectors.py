@@ -75,6 +75,7 @@ def context_for(
     branch: str | None = None,
     limit: int = 10,
     now: datetime | None = None,
+    space: str | None = None,
 ) -> FileContext:
     """The items, open tasks and recent commits that bear on ``paths`` (checked by the caller:
     knowledge.targets.path_error), in ``projects`` (default: every ``readable`` one)."""
@@ -88,7 +89,12 @@ def context_for(
     understood = None
     if references:
         found = search_for(
-            readable=readable, projects=scope, query=ranked_against, paths=references, limit=limit
+            readable=readable,
+            projects=scope,
+            query=ranked_against,
+            paths=references,
+            limit=limit,
+            space=space,
         )
         hits, understood = found.result.hits, found.understood
     since = live_since(now)

@@ -226,3 +226,28 @@ def test_git_diff_takes_the_paths_the_branch_and_the_working_tree_changed(tmp_pa
         env={"PYTHONPATH": str(BASE_DIR), "PATH": "/usr/bin:/bin"},
     )
     assert done.stdout.strip() == "['docs/new.md', 'src/a.py', 'src/b.py']", done.stderr
+
+
+def test_context_of_the_branch_s_changes_prints_the_items_naming_them(cast, keys, http_server, tmp_path):  # noqa: F811
+    named = make_item(cast.project, "Token refresh", "The refresh handler lives in src/lib/auth.ts.")
+    make_item(cast.project, "Billing", "Invoices come from billing/api.go.")
+    repo = GitRepo(tmp_path / "app")
+    repo.commit("Start", {"src/lib/auth.ts": "a\n", "billing/api.go": "b\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    (repo.path / "src" / "lib" / "auth.ts").write_text("a = 2\n")
+    done = contextforge("context", "--git-diff", "main", url=http_server, key=keys["read"], cwd=repo.path)
+    assert done.returncode == cli.OK, done.stderr
+    assert done.stdout.startswith(f"#{named.pk} Token refresh  (acme, score ")
+    assert "why: names src/lib/auth.ts" in done.stdout and "Billing" not in done.stdout
+    data = json.loads(
+        contextforge(
+            "context", "--paths", "billing/api.go", "--json", url=http_server, key=keys["read"]
+        ).stdout
+    )
+    assert [item["title"] for item in data["items"]] == ["Billing"]
+    clean = GitRepo(tmp_path / "clean")
+    clean.commit("Start", {"x.py": "x\n"})
+    nothing = contextforge("context", "--git-diff", url=http_server, key=keys["read"], cwd=clean.path)
+    assert (nothing.returncode, nothing.stdout) == (cli.OK, "No changed files.\n")
+    outside = contextforge("context", "--git-diff", url=http_server, key=keys["read"], cwd=tmp_path)
+    assert outside.returncode == cli.USAGE and "git rev-parse failed" in outside.stderr

@@ -65,6 +65,12 @@ class ContextInputSerializer(InputSerializer):
         min_value=1, max_value=ITEMS_LIMIT_MAX, default=10, help_text="Items at most (1-50)."
     )
     project = serializers.SlugField(required=False, help_text="One project; default: every project you see.")
+    space = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Only items in this space or a space below it (architecture holds architecture/auth).",
+    )
     detail = serializers.ChoiceField(DETAILS, default=BRIEF, help_text=DETAIL_HELP)
 
 
@@ -72,6 +78,7 @@ class ContextItemSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     project = serializers.CharField()
     title = serializers.CharField()
+    space = serializers.CharField(help_text="The item's space ('' for the project's root).")
     text = serializers.CharField(help_text="brief: the best passage, cut; full: the whole content.")
     score = serializers.FloatField(help_text="The spec's final score against the query (or the paths).")
     signals = serializers.DictField(
@@ -137,6 +144,7 @@ def _item(hit, reasons: list[str], detail: str) -> dict:
         "id": hit.item.pk,
         "project": hit.item.project.slug,
         "title": hit.item.title,
+        "space": hit.item.space,
         "text": hit.item.content if detail == FULL else brief_text(hit),
         "score": hit.score,
         "signals": {

@@ -37,6 +37,7 @@ class ContextApi(APIView):
             query=data.get("query") or None,
             branch=data.get("branch") or None,
             limit=data["limit"],
+            space=data.get("space"),
         )
         return Response(
             s.context_data(context, detail=data["detail"], budget_tokens=data.get("budget_tokens"))
