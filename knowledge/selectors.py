@@ -342,8 +342,9 @@ def item_source(*, item: KnowledgeItem) -> ItemSource | None:
 
 # ----- what changed since a time (the session digest) ---------------------------------------------
 
-# What a version says happened to its item, as the digest names it. "superseded" is the hook for a
-# supersede relation: a service that records one names the action "supersede" in its history context.
+# What a version says happened to its item, as the digest names it. Hook for supersede relations (branch
+# relations, not merged here): their history is RelationEvent (pgh_label "relate", kind "supersedes");
+# items_changed should add "superseded" to the target item of each such event recorded since the time.
 CHANGE_KINDS = {
     "create": "created",
     "import": "updated",
@@ -353,7 +354,6 @@ CHANGE_KINDS = {
     "delete": "trashed",
     "to_tasks": "moved to tasks",
     "move": "moved",
-    "supersede": "superseded",
 }
 
 

@@ -230,7 +230,7 @@ class RecentItem(BaseModel):
     project: str
     title: str
     space: str
-    changes: list[str] = Field(description="created, updated, moved, trashed, moved to tasks, superseded.")
+    changes: list[str] = Field(description="created, updated, moved, trashed, moved to tasks.")
     at: str
     user: str | None
     channel: str | None

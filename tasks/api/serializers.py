@@ -96,7 +96,7 @@ class RecentItemSerializer(serializers.Serializer):
     changes = serializers.ListField(
         child=serializers.CharField(),
         help_text="What happened, in order: created, updated, moved (to another space), trashed, moved to "
-        "tasks, superseded.",
+        "tasks.",
     )
     at = serializers.DateTimeField(help_text="The last change.")
     user = serializers.CharField(allow_null=True, help_text="Who made the last change (a username).")

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
-from contextforge.api.params import parse_since, query_choice, query_int
+from contextforge.api.params import SINCE_PATTERN, parse_since, query_choice, query_int
 from contextforge.api.validation import validated
 from knowledge import selectors as knowledge_selectors
 from tasks import selectors, services
@@ -170,13 +170,14 @@ class RecentApi(APIView):
             OpenApiParameter(
                 "since",
                 str,
+                pattern=SINCE_PATTERN,
                 description="From when: an ISO 8601 date or date-time (UTC without a zone) or an age such as "
                 f"90m, 12h, 3d or 2w. Default: {RECENT_DEFAULT}.",
             ),
             OpenApiParameter("project", str, description="Only this project (slug)."),
             OpenApiParameter(
                 "limit",
-                int,
+                {"type": "integer", "minimum": 1, "maximum": 200},
                 description=f"Rows of each kind at most (1-200, default {selectors.RECENT_LIMIT}); the "
                 "totals count them all.",
             ),

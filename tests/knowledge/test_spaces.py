@@ -102,7 +102,7 @@ def test_a_space_filter_holds_its_spaces_below_in_both_search_streams(
 ):
     placed(spaced)
     if checked_per_chunk:  # the in-memory copy checks each chunk in PostgreSQL, as for a broad filter
-        monkeypatch.setattr(streams, "MASKED_MAX", 0)
+        monkeypatch.setattr(streams, "MASKED_MAX", 0, raising=False)  # engine3 may delete the cut
 
     def found(space):
         body = {"query": "how do we deploy", "filters": {"space": space}}
