@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "tasks",
     "gitsync",
     "webhooks",
+    "context",
     "mcpserver",
 ]
 

@@ -11,6 +11,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("tasks.api.urls")),
     path("", include("accounts.api.urls")),
     path("", include("webhooks.api.urls")),
+    path("", include("context.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
 ]

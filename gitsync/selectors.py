@@ -166,6 +166,45 @@ def commits_touching(*, project_id: int, paths: Sequence[str], limit: int = 10) 
     )
 
 
+@dataclass(frozen=True)
+class Change:
+    """A commit that changed some of the paths asked about, with those of its files."""
+
+    commit: Commit
+    files: list[CommitFile]
+
+
+def changes_to(
+    *,
+    project_ids: Sequence[int],
+    files: Sequence[str],
+    folders: Sequence[str],
+    since: datetime,
+    branch: str | None = None,
+    limit: int = 10,
+) -> list[Change]:
+    """The latest commits since ``since`` of the projects' enabled repositories (those syncing ``branch``,
+    when given) that changed one of ``files`` or a file under one of ``folders`` (each ending in '/'),
+    newest first, each with the files of it that matched (a rename's old side included)."""
+    wanted = Q(path__in=files) | Q(old_path__in=files)
+    for folder in folders:
+        wanted |= Q(path__startswith=folder) | Q(old_path__startswith=folder)
+    matched = _enabled_files(project_ids).filter(wanted, commit__committed_at__gte=since)
+    if branch:
+        matched = matched.filter(commit__repository__branch=branch)
+    commit_ids = (
+        matched.values("commit_id")
+        .annotate(at=Max("commit__committed_at"))
+        .order_by("-at", "-commit_id")
+        .values_list("commit_id", flat=True)[:limit]
+    )
+    commits = Commit.objects.filter(pk__in=list(commit_ids)).select_related("repository__project")
+    by_commit: dict[int, list[CommitFile]] = defaultdict(list)
+    for file in matched.filter(commit__in=commits).order_by("path"):
+        by_commit[file.commit_id].append(file)
+    return [Change(c, by_commit[c.pk]) for c in commits.order_by("-committed_at", "-id")]
+
+
 def recent_commits(*, repository: Repository, limit: int = 30) -> QuerySet[Commit]:
     return repository.commits.prefetch_related("files").order_by("-committed_at")[:limit]
 
@@ -229,3 +268,14 @@ def knowledge_paths_under(*, repository: Repository, path: str) -> list[str]:
     else:
         files = files.filter(path=path)
     return list(files.order_by("path").values_list("path", flat=True))
+
+
+def commits_since(*, projects, since: datetime, limit: int = 50) -> tuple[list[Commit], int]:
+    """The commits of ``projects``' enabled repositories made at or after ``since``, newest first, at most
+    ``limit`` (with their files and repository); and how many in all. A sync records no time of its own
+    per commit: a commit synced late but made before ``since`` is not among them."""
+    commits = Commit.objects.filter(
+        repository__project__in=projects, repository__enabled=True, committed_at__gte=since
+    )
+    listed = commits.select_related("repository__project").prefetch_related("files").order_by("-committed_at")
+    return list(listed[:limit]), commits.count()

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -128,6 +129,57 @@ def embed_texts(texts: list[str], *, batch_size: int = 64) -> np.ndarray:
 
 def embed_query(text: str) -> np.ndarray:
     return embed_texts([text])[0]
+
+
+class Tokens:
+    """A text read by the model's own tokenizer, without truncation or special tokens: how many tokens it
+    is, and where each one ends in the text (to cut it at a token's end)."""
+
+    def __init__(self, ends: list[int]):
+        self.ends = ends
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+
+_token_lock = threading.Lock()
+_tokenizers: dict[str, object] = {}
+
+
+def _tokenizer() -> Any:
+    """The model's tokenizer (``tokenizer.json`` of its folder, as the ONNX engine reads it; else the
+    loaded model's own), loaded once per process; no truncation and no padding."""
+    name = model_name()
+    tokenizer = _tokenizers.get(name)
+    if tokenizer is not None:
+        return tokenizer
+    with _token_lock:
+        if name not in _tokenizers:
+            folder = Path(_resolve(name))
+            if (folder / "tokenizer.json").is_file():
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+                tokenizer.no_truncation()
+                tokenizer.no_padding()
+                _tokenizers[name] = tokenizer
+            else:
+                _tokenizers[name] = get_model().tokenizer
+        return _tokenizers[name]
+
+
+def tokens(text: str) -> Tokens:
+    """``text`` as the embedding model's tokenizer reads it (what a token budget counts)."""
+    tokenizer = _tokenizer()
+    if hasattr(tokenizer, "encode_batch"):  # tokenizers.Tokenizer
+        encoding = tokenizer.encode(text, add_special_tokens=False)
+        return Tokens([end for _start, end in encoding.offsets])
+    mapped = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    return Tokens([end for _start, end in mapped["offset_mapping"]])
+
+
+def count_tokens(text: str) -> int:
+    return len(tokens(text)) if text else 0
 
 
 def status() -> dict:

@@ -11,6 +11,7 @@ from knowledge.importers import FORMATS
 from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import IN, OUT, RELATION_LABELS, RelationKind, parse_tags
 from knowledge.services import FILE_TOO_LARGE
+from knowledge.spaces import SPACE_MAX_LENGTH
 
 
 class TagsField(forms.CharField):
@@ -39,6 +40,12 @@ class ItemForm(forms.Form):
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
         help_text=_("Optional: the last day this is known to hold. After it the item shows as expired."),
     )
+    space = forms.CharField(
+        label=_("Space"),
+        required=False,
+        max_length=SPACE_MAX_LENGTH,
+        help_text=_("Where the item lives in the project, such as architecture/auth; empty for the root."),
+    )
     # The version the edit was opened at: a save over a newer change shows that change instead.
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
@@ -56,6 +63,7 @@ class ItemForm(forms.Form):
 class SearchForm(forms.Form):
     q = forms.CharField(label=_("Query"), required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH)
     tags = TagsField(label=_("Tags"), required=False)
+    space = forms.CharField(label=_("Space"), required=False, max_length=SPACE_MAX_LENGTH)
     limit = forms.IntegerField(min_value=1, max_value=100, required=False)
 
 
@@ -72,6 +80,25 @@ class ItemListForm(forms.Form):
             ("referenced", _("Most referenced files")),
         ],
     )
+
+
+NO_ITEM_TICKED = _("Tick the items to move.")
+
+
+class MoveItemsForm(forms.Form):
+    """The Items page's bulk move: the items ticked (ids), and the space they go to."""
+
+    space = forms.CharField(label=_("Move to space"), required=False, max_length=SPACE_MAX_LENGTH)
+
+    def __init__(self, data, *args, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        self.item_ids = [int(v) for v in data.getlist("items") if v.isascii() and v.isdigit()][:1000]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.item_ids:
+            raise forms.ValidationError(NO_ITEM_TICKED)
+        return cleaned
 
 
 class ActivityFilterForm(forms.Form):
@@ -161,6 +188,12 @@ class ExportForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.none(), label=_("Project"))
     format = forms.ChoiceField(label=_("Format"), choices=list(EXPORT_FORMATS.items()), initial="jsonl")
     tag = forms.CharField(label=_("Tag"), required=False, help_text=_("Only the items carrying this tag."))
+    space = forms.CharField(
+        label=_("Space"),
+        required=False,
+        max_length=SPACE_MAX_LENGTH,
+        help_text=_("Only the items of this space and the spaces below it."),
+    )
 
     def __init__(self, *args, projects, **kwargs):
         super().__init__(*args, **kwargs)

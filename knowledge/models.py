@@ -7,7 +7,7 @@ import pghistory
 import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import ExpressionWrapper, F, Q
@@ -18,6 +18,7 @@ from pgvector.django import CosineDistance, VectorField
 from accounts.models import Project
 from contextforge.text import without_format_characters
 from knowledge import keywords
+from knowledge.spaces import SPACE_MAX_LENGTH, within
 
 TEST_TAG = "test"
 
@@ -62,6 +63,10 @@ class KnowledgeItemQuerySet(models.QuerySet):
         items = self.filter(tags__overlap=tags) if tags else self
         return items.filter(tags__contains=[TEST_TAG])
 
+    def in_space(self, space: str | None) -> KnowledgeItemQuerySet:
+        """Items in ``space`` or a space below it (all items for none or the root)."""
+        return self.filter(within(space)) if space else self
+
     def matching(self, texts) -> KnowledgeItemQuerySet:
         """Items whose title and content match every keyword query of ``texts`` (all items when none)."""
         return self.filter(search_vector=keywords.keyword_query(*texts)) if texts else self
@@ -104,6 +109,8 @@ class KnowledgeItem(models.Model):
     title = models.CharField(max_length=300)
     content = models.TextField()
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    # Where the item lives below its project (knowledge/spaces.py): "" for the project's root.
+    space = models.CharField(max_length=SPACE_MAX_LENGTH, blank=True, default="", db_default="")
     references = ArrayField(models.CharField(max_length=500), default=list, blank=True, editable=False)
     is_proposal = models.BooleanField(default=False, editable=False)
     # NULL while the model could not embed the item yet ("pending"); a Celery task fills it in. No
@@ -158,6 +165,8 @@ class KnowledgeItem(models.Model):
             # No pending list (fastupdate): every keyword search would scan it whole until a vacuum.
             GinIndex(name="item_search_vector_gin", fields=["search_vector"], fastupdate=False),
             models.Index(name="item_project_hash", fields=["project", "content_hash"]),
+            # What a space filter and the space tree read (a prefix match: text_pattern_ops).
+            models.Index("project", OpClass("space", name="text_pattern_ops"), name="item_project_space"),
             models.Index(name="item_project_updated", fields=["project", "-updated_at"]),
             models.Index(name="item_project_version", fields=["project", "version"]),
             # What the background re-cut looks for; empty once it is done.
@@ -247,9 +256,11 @@ class Action(models.TextChoices):
     IMPORT = "import", _("imported")
     CONFIRM = "confirm", _("confirmed still true")
     APPROVE = "approve", _("approved")
+    MOVE = "move", _("moved to another space")
 
 
-# What a version holds: the text a person wrote and where the item stood (in memory, tasks or trash).
+# What a version holds: the text a person wrote, its space, and where the item stood (in memory, tasks or
+# trash).
 # Never the embedding (restoring re-embeds) nor the columns derived from the text.
 # A confirmation ("still true"), an approval and a validity date are recorded too: who vouched for what.
 VERSIONED_FIELDS = [
@@ -257,6 +268,7 @@ VERSIONED_FIELDS = [
     "title",
     "content",
     "tags",
+    "space",
     "archived_at",
     "deleted_at",
     "valid_until",

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.core.exceptions import ValidationError
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
@@ -36,6 +38,8 @@ from knowledge.models import (
 )
 from knowledge.query_syntax import Understood, understand
 from knowledge.ranking import SearchFilters, SearchResult, reference_status, search
+from knowledge.spaces import clean_space
+from knowledge.targets import Targets
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
 UNKNOWN_TAG = _("No item carries the tag '%(tag)s'.")
@@ -47,7 +51,16 @@ NEAR_DUPLICATE_COSINE = 0.92
 NEAR_DUPLICATES_SHOWN = 3
 
 
-def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
+def checked_space(space: str | None) -> str:
+    """A space a reader names (a filter): validated like an item's, an ApplicationError on ``space``."""
+    try:
+        return clean_space(space)
+    except ValidationError as exc:
+        raise ApplicationError(exc.message_dict["space"][0], field="space") from None
+
+
+def items_for(*, projects, tag: str | None = None, space: str | None = None) -> QuerySet[KnowledgeItem]:
+    """The items of ``projects`` in memory, narrowed to a tag and to a space (and the spaces below it)."""
     items = (
         KnowledgeItem.objects.in_projects(projects)
         .select_related("project")
@@ -56,7 +69,13 @@ def items_for(*, projects, tag: str | None = None) -> QuerySet[KnowledgeItem]:
     )
     if tag:
         items = items.filter(tags__contains=[normalize_tag(tag)])
-    return items
+    return items.in_space(checked_space(space))
+
+
+def space_counts(*, projects) -> dict[str, int]:
+    """How many items in memory each space of ``projects`` holds ("" for the root)."""
+    rows = KnowledgeItem.objects.in_projects(projects).order_by().values_list("space").annotate(n=Count("id"))
+    return dict(rows)
 
 
 # The Items page's orders, by the name its URL keeps.
@@ -68,11 +87,11 @@ ITEM_ORDERS = {
 
 
 def items_listed(
-    *, projects, tag: str | None = None, text: str = "", order: str = "updated"
+    *, projects, tag: str | None = None, space: str | None = None, text: str = "", order: str = "updated"
 ) -> QuerySet[KnowledgeItem]:
     """The Items page: ``items_for`` narrowed to those whose title or content holds ``text`` (any case),
     in one of ITEM_ORDERS ("referenced": the items naming the most files first)."""
-    items = items_for(projects=projects, tag=tag)
+    items = items_for(projects=projects, tag=tag, space=space)
     for word in text.split():
         items = items.filter(Q(title__icontains=word) | Q(content__icontains=word))
     if order == "referenced":
@@ -202,7 +221,9 @@ def snapshot_get(*, projects, pk: int) -> Snapshot:
     return get_object_or_404(snapshots_for(projects=projects), pk=pk)
 
 
-def search_filters(*, projects, understood: Understood, tags=(), text: str = "") -> SearchFilters:
+def search_filters(
+    *, projects, understood: Understood, tags=(), text: str = "", space: str = ""
+) -> SearchFilters:
     """The filters of a search over ``projects``: those given (``tags``, keyword ``text``, checked by
     the caller) and those written in its query (checked here: an error names the field ``query``, as
     it does for a query of filters alone, which leaves nothing to rank by)."""
@@ -217,6 +238,7 @@ def search_filters(*, projects, understood: Understood, tags=(), text: str = "")
         tags=(*tags, *understood.tags),
         texts=tuple(t for t in (text, understood.text) if t),
         paths=understood.paths,
+        space=space,
     )
 
 
@@ -330,26 +352,33 @@ def search_for(
     projects: Sequence[Project] | QuerySet[Project] | None = None,
     tags: Sequence[str] = (),
     text: str = "",
+    space: str | None = None,
     limit: int = 10,
     min_score: float | None = None,
     count_excluded: bool = False,
+    paths: Sequence[str] = (),
 ) -> Found:
     """The one door to search for the dashboard, the API and MCP.
 
     ``readable``: every project the caller may read, where a project named in the query
     (``project:slug``) is looked up; ``projects``: where to search when the query names none (default:
     ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
-    is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``; no model, a 503.
+    is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``, a bad ``space``
+    (which holds the spaces below it) on ``space``; no model, a 503.
+    ``paths``: only items referencing one of these (as the query's ``path:`` does).
     """
     understood = understand(query)
     if text and (error := text_error(text)):
         raise ApplicationError(error, field="text")
+    space = checked_space(space)
     if understood.project:
         projects = _named_project(readable, understood.project)
     elif projects is None:
         projects = readable
     projects = list(projects)
-    filters = search_filters(projects=projects, understood=understood, tags=tags, text=text)
+    filters = search_filters(projects=projects, understood=understood, tags=tags, text=text, space=space)
+    if paths:
+        filters = replace(filters, paths=(*filters.paths, *paths))
     try:
         result = search(
             projects=projects,
@@ -364,6 +393,22 @@ def search_for(
     metrics.observe_search(result)
     links = links_for(item_ids=[hit.item.pk for hit in result.hits])
     return Found(understood=understood, result=result, links=links)
+
+
+def references_bearing_on(*, projects, targets: Targets) -> list[str]:
+    """The references of the items of ``projects`` that name one of ``targets``' files or a file in one of
+    its folders: what a search narrowed to them (``search_for(paths=...)``) ranks."""
+    joined = Func(F("references"), Value("\n"), function="array_to_string", output_field=TextField())
+    bearing = Q(references__overlap=list(targets.names))
+    for folder in targets.prefixes:
+        bearing |= Q(joined_references__startswith=folder) | Q(joined_references__contains="\n" + folder)
+    rows = (
+        KnowledgeItem.objects.in_projects(projects)
+        .annotate(joined_references=joined)
+        .filter(bearing)
+        .values_list("references", flat=True)
+    )
+    return sorted({r for references in rows for r in references if targets.match(r) is not None})
 
 
 def _named_project(readable, slug: str) -> list[Project]:
@@ -574,3 +619,78 @@ def digest_for(*, project: Project, since, until) -> Digest:
         ),
         waiting=queue.counts,
     )
+
+
+# ----- what changed since a time (the session digest) ---------------------------------------------
+
+# What a version says happened to its item, as the digest names it. Hook for supersede relations (branch
+# relations, not merged here): their history is RelationEvent (pgh_label "relate", kind "supersedes");
+# items_changed should add "superseded" to the target item of each such event recorded since the time.
+CHANGE_KINDS = {
+    "create": "created",
+    "import": "updated",
+    "update": "updated",
+    "restore": "updated",
+    "to_memory": "updated",
+    "delete": "trashed",
+    "to_tasks": "moved to tasks",
+    "move": "moved",
+}
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """What happened to one item since a time: its kinds of change in the order they happened, the last
+    one's time, who made it and through which channel, and the item as it stands."""
+
+    item_id: int
+    project: str
+    title: str
+    space: str
+    kinds: tuple[str, ...]
+    at: datetime
+    user: str | None
+    channel: str | None
+
+
+def items_changed(*, projects, since: datetime, limit: int = 50) -> tuple[list[ItemChange], int]:
+    """The items of ``projects`` with a version recorded at or after ``since``, most recently changed
+    first, at most ``limit``; and how many items changed in all. Read from the item history (every write
+    records a version), so an import's COPY and a change made in the admin count too."""
+    versions = (
+        versions_with_users(
+            ItemVersion.objects.filter(project__in=projects, pgh_created_at__gte=since).select_related(
+                "project"
+            )
+        )
+        .order_by("pgh_id")
+        .only("pgh_id", "pgh_obj_id", "pgh_label", "pgh_context", "pgh_created_at", "project__slug")
+    )
+    changes: dict[int, dict] = {}
+    for version in versions.iterator(2000):
+        kind = CHANGE_KINDS.get(version.action, "updated")
+        if version.pgh_label == "create" and version.action != "create":
+            kind = "created"  # an import's (or a shell's) insert
+        change = changes.setdefault(version.pgh_obj_id, {"kinds": [], "project": version.project.slug})
+        if kind not in change["kinds"]:
+            change["kinds"].append(kind)
+        change.update(
+            at=version.pgh_created_at, user=version.user_name, channel=version.context.get("channel")
+        )
+    newest = sorted(changes.items(), key=lambda pair: pair[1]["at"], reverse=True)[:limit]
+    items = KnowledgeItem.objects.filter(pk__in=[pk for pk, _c in newest]).only("pk", "title", "space")
+    by_id = {item.pk: item for item in items}
+    return [
+        ItemChange(
+            item_id=pk,
+            project=change["project"],
+            title=by_id[pk].title,
+            space=by_id[pk].space,
+            kinds=tuple(change["kinds"]),
+            at=change["at"],
+            user=change["user"],
+            channel=change["channel"],
+        )
+        for pk, change in newest
+        if pk in by_id  # purged since
+    ], len(changes)

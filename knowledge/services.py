@@ -46,6 +46,7 @@ from knowledge.models import (
     normalize_tag,
 )
 from knowledge.signals import import_finished, import_queued, item_changed, item_superseded, items_pending
+from knowledge.spaces import clean_space
 from knowledge.text import extract_references, is_proposal
 
 logger = logging.getLogger(__name__)
@@ -232,6 +233,7 @@ def item_create(
     title: str,
     content: str,
     tags: list[str] | None = None,
+    space: str | None = None,
     created_by=None,
     valid_until=None,
     by_agent: bool = False,
@@ -240,12 +242,14 @@ def item_create(
     inbox as unreviewed until a person approves it."""
     title, content, tags = clean_item_fields(title=title, content=content, tags=tags)
     valid_until = clean_valid_until(valid_until)
+    space = clean_space(space)
     now = timezone.now()
     item = KnowledgeItem(
         project=project,
         title=title,
         content=content,
         tags=tags,
+        space=space,
         created_by=created_by,
         created_at=now,
         updated_at=now,
@@ -275,14 +279,16 @@ def item_update(
     content=_UNSET,
     tags=_UNSET,
     valid_until=_UNSET,
+    space=_UNSET,
     expected_version: int | None = None,
     action: str = Action.UPDATE,
     by_agent: bool | None = None,
 ) -> KnowledgeItem:
-    """Change an item's text, tags and/or validity date. With ``expected_version``, only if the item is
-    still at that version (StaleVersion otherwise); without it the last write wins, and history keeps
-    both. ``by_agent``: True when an agent wrote the change (the item waits for review again), False
-    when a person did (their edit is a review), None to leave the review state as it is."""
+    """Change an item's text, tags, space and/or validity date (moving it to another space changes
+    neither its text nor its recency). With ``expected_version``, only if the item is still at that
+    version (StaleVersion otherwise); without it the last write wins, and history keeps both.
+    ``by_agent``: True when an agent wrote the change (the item waits for review again), False when a
+    person did (their edit is a review), None to leave the review state as it is."""
     with transaction.atomic(), history_context(action=action):
         # Lock the row: two clients editing one item at once must not lose either edit.
         current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
@@ -296,9 +302,11 @@ def item_update(
         new_title, new_content, new_tags = clean_item_fields(
             title=new_title, content=new_content, tags=new_tags
         )
+        new_space = current.space if space is _UNSET else clean_space(space)
         text_changed = (new_title, new_content) != (current.title, current.content)
         current.title, current.content, current.tags = new_title, new_content, new_tags
-        fields = ["title", "content", "tags"]
+        current.space = new_space
+        fields = ["title", "content", "tags", "space"]
         if valid_until is not _UNSET:
             current.valid_until = clean_valid_until(valid_until)
             fields.append("valid_until")
@@ -327,6 +335,15 @@ def item_update(
                 pairs_find(items=[current])
         item_changed.send(sender=KnowledgeItem, item=current, change="updated")
     return current
+
+
+def items_move(*, item_ids: Iterable[int], space: str | None) -> int:
+    """Move the items ``item_ids`` to ``space`` (validated; "" or None is the project's root) in one
+    statement, a version each (an item already there records none); how many moved. Their text and
+    recency stay."""
+    space = clean_space(space)
+    with transaction.atomic(), history_context(action=Action.MOVE):
+        return KnowledgeItem.objects.filter(pk__in=list(item_ids)).exclude(space=space).update(space=space)
 
 
 def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:
@@ -777,7 +794,7 @@ def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
 
 # ----- import ---------------------------------------------------------------------------------
 
-IMPORT_FIELDS = {"title", "content", "tags", "created_at", "updated_at", "project", "valid_until"}
+IMPORT_FIELDS = {"title", "content", "tags", "space", "created_at", "updated_at", "project", "valid_until"}
 # The model embeds a batch while the one before it is written, so the last batch's write is all that
 # runs after the model: 500 keeps that tail short, and the model (sorting a batch by length) pads little.
 IMPORT_BATCH = 500
@@ -1071,6 +1088,7 @@ class _ImportPlan:
                 title=item.title,
                 content=item.content,
                 tags=item.tags,
+                space=item.space,
                 valid_until=item.valid_until,
                 action=Action.IMPORT,
                 by_agent=True if self.by_agent else None,
@@ -1111,9 +1129,12 @@ class _ImportPlan:
 
 
 def source_digest(item: KnowledgeItem) -> str:
-    """What a source said about an item, hashed: importing it again with the same digest changes nothing."""
+    """What a source said about an item, hashed: importing it again with the same digest changes nothing.
+    (An item at the root and without a validity date hashes as it did before either: its digest holds.)"""
     said = [item.title, item.content, item.tags]
-    if item.valid_until is not None:  # (only then: the digests of items without one stay as they were)
+    if item.space:
+        said.append(item.space)
+    if item.valid_until is not None:
         said.append(item.valid_until.isoformat())
     text = json.dumps(said, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -1154,6 +1175,10 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
         )
     except ValidationError as exc:
         errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    try:
+        space = clean_space(value.get("space"))
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
     stamps = {}
     for name in ("created_at", "updated_at"):
         try:
@@ -1177,6 +1202,7 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
         title=title,
         content=content,
         tags=tags,
+        space=space,
         created_by=created_by,
         created_at=created_at,
         updated_at=updated_at,

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("items/", views.item_list, name="items"),
     path("items/new/", views.item_create, name="item-create"),
+    path("items/move/", views.items_move, name="items-move"),
     path("items/<int:pk>/", views.item_detail, name="item"),
     path("items/<int:pk>/edit/", views.item_edit, name="item-edit"),
     path("items/<int:pk>/delete/", views.item_delete, name="item-delete"),

@@ -40,6 +40,7 @@ from knowledge.forms import (
     ImportForm,
     ItemForm,
     ItemListForm,
+    MoveItemsForm,
     RelationForm,
     RelationSearchForm,
     SearchForm,
@@ -50,6 +51,7 @@ from knowledge.importers.exports import export
 from knowledge.models import OUT, TEST_TAG, ImportJob, KnowledgeItem
 from knowledge.query_syntax import parts, without
 from knowledge.ranking import reference_status, signals
+from knowledge.spaces import clean_space, space_tree
 from knowledge.text import PROPOSAL_MARKERS, version_diff
 
 HISTORY_SHOWN = 20
@@ -74,19 +76,60 @@ def item_list(request):
     tag = request.GET.get("tag") or None
     form = ItemListForm(request.GET)
     listing = form.cleaned_data if form.is_valid() else {}
+    space, space_error = request.GET.get("space", ""), None
+    try:
+        space = selectors.checked_space(space)
+    except ApplicationError as exc:
+        space, space_error = "", exc.message
     items = selectors.items_listed(
-        projects=projects, tag=tag, text=listing.get("q", ""), order=listing.get("sort") or "updated"
+        projects=projects,
+        tag=tag,
+        space=space,
+        text=listing.get("q", ""),
+        order=listing.get("sort") or "updated",
     )
     page = Paginator(items, 25).get_page(request.GET.get("page"))
+    counts = selectors.space_counts(projects=projects)
     context = {
         "page": page,
         "form": form,
         "query": listing.get("q", ""),
         "tag": tag,
         "tags": selectors.tags_in(projects=projects),
+        "space": space,
+        "space_error": space_error,
+        "spaces": space_tree(counts),
+        "all_count": sum(counts.values()),
+        "root_count": counts.get("", 0),
         "may_write": projects_for(user=request.user, scope="write").exists(),
     }
     return render(request, "knowledge/item_list.html", context)
+
+
+@require_POST
+def items_move(request):
+    """The Items page's bulk move: the ticked items the user may change go to the space given."""
+    form = MoveItemsForm(request.POST)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back:
+        back = reverse("dashboard:items")
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+        return redirect(back)
+    writable = projects_for(user=request.user, scope="write")
+    ids = selectors.items_for(projects=writable).filter(pk__in=form.item_ids).values_list("pk", flat=True)
+    try:
+        moved = services.items_move(item_ids=list(ids), space=form.cleaned_data["space"])
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(back)
+    target = clean_space(form.cleaned_data["space"])
+    messages.success(
+        request,
+        ngettext("Moved %(n)s item to %(space)s.", "Moved %(n)s items to %(space)s.", moved)
+        % {"n": moved, "space": target or _("the project's root")},
+    )
+    return redirect(back)
 
 
 def _has_repositories(projects) -> bool:
@@ -258,6 +301,7 @@ def item_create(request):
                 content=form.cleaned_data["content"],
                 tags=form.cleaned_data["tags"],
                 valid_until=form.cleaned_data["valid_until"],
+                space=form.cleaned_data["space"],
                 created_by=request.user,
             )
         except ValidationError as exc:
@@ -297,6 +341,7 @@ def item_edit(request, pk: int):
         "content": item.content,
         "tags": item.tags,
         "valid_until": item.valid_until,
+        "space": item.space,
         "version": version,
     }
     form = ItemForm(request.POST or None, initial=initial, editing=True)
@@ -430,6 +475,7 @@ def search_page(request):
                 projects=projects,
                 query=raw,
                 tags=tags,
+                space=form.cleaned_data["space"],
                 limit=form.cleaned_data["limit"] or 10,
                 count_excluded=True,
             )
@@ -662,9 +708,15 @@ def export_page(request):
         request.GET or None, projects=projects, initial=in_current_project(session=request.session)
     )
     if form.is_bound and form.is_valid():
-        items = selectors.items_for(
-            projects=[form.cleaned_data["project"]], tag=form.cleaned_data["tag"] or None
-        )
+        try:
+            items = selectors.items_for(
+                projects=[form.cleaned_data["project"]],
+                tag=form.cleaned_data["tag"] or None,
+                space=form.cleaned_data["space"],
+            )
+        except ApplicationError as exc:
+            form.add_error("space", exc.message)
+            return render(request, "knowledge/export.html", {"form": form})
         out = export(items.order_by("id"), form.cleaned_data["format"])
         response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
         response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
+from contextforge.api.params import parse_since
 from contextforge.history import reads_only
 from gitsync import selectors as git_selectors
 from gitsync.models import Repository
@@ -52,7 +53,7 @@ from mcpserver.access import (
 )
 from tasks import selectors as task_selectors
 from tasks import services as task_services
-from tasks.api.serializers import TaskOutputSerializer
+from tasks.api.serializers import TaskOutputSerializer, recent_data, recent_text
 from tasks.models import Task
 
 SNIPPET_CHARS = 600
@@ -72,7 +73,7 @@ GIT_RULE = (
 )
 PROPOSAL_RULE = f"{PROPOSAL_PENALTY:g} for a {MARKERS_SHORT} proposal, else 1.0"
 
-NOTHING_TO_UPDATE = "Give at least one of title, content or tags to change."
+NOTHING_TO_UPDATE = "Give at least one of title, content, tags or space to change."
 NOTHING_TO_CHANGE = (
     "Give at least one of title, description, status, priority, assignee, due_date or tags to change."
 )
@@ -123,12 +124,14 @@ def memory_query(
     tags: list[str] | None,
     text: str | None = None,
     min_score: float | None = None,
+    space: str | None = None,
 ) -> Outcome:
     found = selectors.search_for(
         readable=readable_projects(caller),
         query=query,
         tags=tags or (),
         text=text or "",
+        space=space,
         limit=limit,
         min_score=min_score,
     )
@@ -152,8 +155,9 @@ def _query_text(query: str, hits: list[dict]) -> str:
     lines = [f"{len(hits)} hit(s) for {query!r}, best first. score = {FORMULA}"]
     for hit in hits:
         item, b = hit["item"], hit["breakdown"]
+        where = f"{item['project']}/{item['space']}" if item["space"] else item["project"]
         lines.append(
-            f"{hit['rank']}. #{item['id']} {item['title']} [{item['project']}] "
+            f"{hit['rank']}. #{item['id']} {item['title']} [{where}] "
             f"score {hit['score']:.3f} (cos {b['cosine']:.3f}, recency {b['recency']:.2f}, "
             f"git {b['git']:.2f}, proposal x{b['proposal_penalty']:.1f}) tags: {_tags_text(item['tags'])}"
         )
@@ -191,7 +195,11 @@ def memory_get(caller: Caller, *, id: int) -> Outcome:
 
 def _item_text(data: dict, *, verb: str | None = None) -> str:
     head = f"{verb} memory #{data['id']}" if verb else f"Memory #{data['id']}"
-    lines = [f"{head} in project {data['project']}: {data['title']}", f"tags: {_tags_text(data['tags'])}"]
+    space = f", space {data['space']}" if data["space"] else ""
+    lines = [
+        f"{head} in project {data['project']}{space}: {data['title']}",
+        f"tags: {_tags_text(data['tags'])}",
+    ]
     if data["references"]:
         lines.append(f"files: {', '.join(data['references'])}")
     if data["is_proposal"]:
@@ -222,6 +230,7 @@ def memory_ingest(
     content: str,
     tags: list[str] | None,
     valid_until: date | None = None,
+    space: str | None = None,
 ) -> Outcome:
     project = writable_project(caller)
     # Written through MCP: an agent's, so it waits in the review inbox until a person approves it.
@@ -231,6 +240,7 @@ def memory_ingest(
         content=content,
         tags=tags or [],
         valid_until=valid_until,
+        space=space,
         created_by=caller.user,
         by_agent=True,
     )
@@ -262,6 +272,7 @@ def memory_update(
     tags: list[str] | None,
     expected_version: int | None = None,
     valid_until: date | None = None,
+    space: str | None = None,
 ) -> Outcome:
     require_scope(caller, "write")
     changes = {
@@ -271,6 +282,7 @@ def memory_update(
             ("content", content),
             ("tags", tags),
             ("valid_until", valid_until),
+            ("space", space),
         )
         if value is not None
     }
@@ -579,6 +591,18 @@ def wish_to_task(caller: Caller, *, item_id: int) -> Outcome:
     return Outcome(data=data, text=text)
 
 
+# ----- memory_recent ------------------------------------------------------------------------------
+
+
+@reads_only
+def memory_recent(caller: Caller, *, since: str, limit: int = task_selectors.RECENT_LIMIT) -> Outcome:
+    recent = task_selectors.recent_changes(
+        projects=readable_projects(caller), since=parse_since(since, now=timezone.now()), limit=limit
+    )
+    data = dict(recent_data(recent))
+    return Outcome(data=data, text=recent_text(data))
+
+
 # ----- repo_activity ------------------------------------------------------------------------------
 
 
@@ -686,10 +710,10 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
 
 
 @reads_only
-def memory_export(caller: Caller, *, format: str, tag: str | None) -> Outcome:
+def memory_export(caller: Caller, *, format: str, tag: str | None, space: str | None = None) -> Outcome:
     """The items the caller may read as text: JSON Lines or CSV, or Markdown notes one after another."""
     check_export_format(format)
-    items = selectors.items_for(projects=readable_projects(caller), tag=tag).order_by("id")
+    items = selectors.items_for(projects=readable_projects(caller), tag=tag, space=space).order_by("id")
     if format == "markdown":
         notes = [{"file": markdown.file_name(item), "text": markdown.render(item)} for item in items]
         data = {"format": format, "count": len(notes), "files": notes, "content": None}

@@ -39,6 +39,7 @@ from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import TEST_TAG, RelationKind
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
+from knowledge.spaces import SPACE_MAX_LENGTH
 from mcpserver import operations
 from mcpserver.access import Caller
 from mcpserver.operations import (
@@ -90,6 +91,7 @@ class Item(BaseModel):
     title: str
     content: str
     tags: list[str]
+    space: str = Field(default="", description="Where the item lives below its project ('' for the root).")
     references: list[str] = Field(description="Repository file paths the text mentions.")
     is_proposal: bool = Field(description=f"Starts with {MARKERS}.")
     is_pending: bool = Field(description="True until the item has an embedding (not yet searchable).")
@@ -293,6 +295,49 @@ class ExportResult(BaseModel):
     files: list[ExportedNote] = Field(description="For markdown: one note per item, with frontmatter.")
 
 
+class RecentItem(BaseModel):
+    id: int
+    project: str
+    title: str
+    space: str
+    changes: list[str] = Field(description="created, updated, moved, trashed, moved to tasks.")
+    at: str
+    user: str | None
+    channel: str | None
+
+
+class RecentTask(BaseModel):
+    id: int
+    short_id: str
+    project: str
+    title: str
+    status: str
+    priority: str
+    assignee: str | None
+    created: bool
+    updated_at: str
+
+
+class RecentCommit(BaseModel):
+    sha: str
+    repository: str
+    project: str
+    author: str
+    committed_at: str
+    summary: str
+    files: int
+
+
+class RecentResult(BaseModel):
+    since: str
+    items: list[RecentItem]
+    items_total: int
+    tasks: list[RecentTask]
+    tasks_total: int
+    commits: list[RecentCommit]
+    commits_total: int
+
+
 class Task(BaseModel):
     id: int = Field(description="The id the task tools take.")
     short_id: str = Field(
@@ -415,6 +460,14 @@ StatusName = Annotated[
 PriorityName = Annotated[
     Literal[tuple(Priority.values)],
     Field(description="urgent, high, medium (the default for a new task) or low."),
+]
+Space = Annotated[
+    str | None,
+    Field(
+        max_length=SPACE_MAX_LENGTH,
+        description="A space: a path of lower-case segments such as 'architecture/auth'. It holds the "
+        "spaces below it.",
+    ),
 ]
 Username = Annotated[str, Field(max_length=150, description="Username of a member of the task's project.")]
 ValidUntil = Annotated[
@@ -550,6 +603,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
                 ge=0.0, le=1.0, description="Leave out hits scoring below this (0-1); default: none left out."
             ),
         ] = None,
+        space: Space = None,
     ) -> Annotated[CallToolResult, QueryResult]:
         return await _run(
             caller_for,
@@ -560,6 +614,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             tags=tags,
             text=text,
             min_score=min_score,
+            space=space,
         )
 
     @server.tool(
@@ -574,7 +629,12 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         ),
     )
     async def memory_ingest(
-        title: Title, content: Content, ctx: Context, tags: Tags = None, valid_until: ValidUntil = None
+        title: Title,
+        content: Content,
+        ctx: Context,
+        tags: Tags = None,
+        valid_until: ValidUntil = None,
+        space: Space = None,
     ) -> Annotated[CallToolResult, IngestResult]:
         return await _run(
             caller_for,
@@ -584,6 +644,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             content=content,
             tags=tags,
             valid_until=valid_until,
+            space=space,
         )
 
     @server.tool(
@@ -599,8 +660,8 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         annotations=WRITE,
         description=(
             "Change a memory item when the fact it states has changed or was incomplete; prefer this over "
-            "saving a second version. Give only the fields to change: title, content and/or tags (tags "
-            "replace the old list). Changing the text refreshes its recency. With expected_version (the "
+            "saving a second version. Give only the fields to change: title, content, tags (they "
+            "replace the old list) and/or space ('' for the project's root). Changing the text refreshes its recency. With expected_version (the "
             "version memory_get gave), the change is refused if someone changed the item since. Every "
             "change is kept in memory_history. Needs the 'write' scope."
         ),
@@ -616,6 +677,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             Field(ge=1, description="Only change the item if this is still its current version."),
         ] = None,
         valid_until: ValidUntil = None,
+        space: Space = None,
     ) -> Annotated[CallToolResult, Item]:
         return await _run(
             caller_for,
@@ -627,6 +689,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             tags=tags,
             expected_version=expected_version,
             valid_until=valid_until,
+            space=space,
         )
 
     @server.tool(
@@ -962,7 +1025,31 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
         ctx: Context,
         format: Annotated[ExportFormat, Field(description="jsonl, csv or markdown.")] = "jsonl",
         tag: Annotated[str | None, Field(max_length=settings.CONTEXTFORGE_MAX_TAG_LENGTH)] = None,
+        space: Space = None,
     ) -> Annotated[CallToolResult, ExportResult]:
-        return await _run(caller_for, ctx, operations.memory_export, format=format, tag=tag)
+        return await _run(caller_for, ctx, operations.memory_export, format=format, tag=tag, space=space)
+
+    @server.tool(
+        title="What changed since",
+        annotations=READ_ONLY,
+        description=(
+            "Catch up at the start of a session, or after your context was compacted: what changed in the "
+            "project since a time. Memory items created, updated, moved, trashed or moved to tasks; tasks "
+            "created or moved; commits synced. Then memory_get what you need in full."
+        ),
+    )
+    async def memory_recent(
+        ctx: Context,
+        since: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=40,
+                description="ISO 8601 date or date-time (UTC without a zone), or an age: 90m, 12h, 3d, 2w.",
+            ),
+        ] = "24h",
+        limit: Annotated[int, Field(ge=1, le=200, description="Rows of each kind at most.")] = 50,
+    ) -> Annotated[CallToolResult, RecentResult]:
+        return await _run(caller_for, ctx, operations.memory_recent, since=since, limit=limit)
 
     return server

@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from gitsync import selectors as git_selectors
+from gitsync.models import Commit
+from knowledge import selectors as knowledge_selectors
 from knowledge.models import KnowledgeItem
+from knowledge.selectors import ItemChange
+from knowledge.targets import Targets
+from knowledge.text import extract_references
 from tasks.models import Status, Task
 from tasks.services import ASSIGNEE_NOT_MEMBER
 
@@ -24,6 +33,23 @@ def tasks_for(
     if tag:
         tasks = tasks.filter(tags__contains=[tag])
     return tasks
+
+
+def open_tasks_bearing_on(*, projects, targets: Targets, limit: int = 10) -> list[tuple[Task, list[str]]]:
+    """The open tasks of ``projects`` whose title or description names one of ``targets``' files or a file
+    in one of its folders (as an item's references would), most urgent first, with why."""
+    words = [file.rpartition("/")[2] for file in targets.files] + list(targets.prefixes)
+    mentions = Q(pk__in=[])
+    for word in words:
+        mentions |= Q(title__contains=word) | Q(description__contains=word)
+    found = []
+    for task in tasks_for(projects=projects).open().filter(mentions).by_urgency():
+        reasons = targets.reasons(extract_references(task.title, task.description))
+        if reasons:
+            found.append((task, reasons))
+            if len(found) == limit:
+                break
+    return found
 
 
 def task_get(*, projects, pk: int) -> Task:
@@ -76,3 +102,38 @@ def with_assignee(data: dict) -> dict:
             raise ValidationError({"assignee": ASSIGNEE_NOT_MEMBER})
         data["assignee"] = user
     return data
+
+
+# ----- what changed since a time (the session digest) ---------------------------------------------
+
+RECENT_LIMIT = 50  # rows of each kind a digest lists (the counts are whole)
+
+
+@dataclass(frozen=True)
+class Recent:
+    """What changed in some projects since a time: items, tasks and commits, each newest first, at most
+    ``limit`` of each, with how many changed in all."""
+
+    since: datetime
+    items: list[ItemChange]
+    items_total: int
+    tasks: list[Task]
+    tasks_total: int
+    commits: list[Commit]
+    commits_total: int
+
+
+def tasks_changed(*, projects, since: datetime, limit: int = RECENT_LIMIT) -> tuple[list[Task], int]:
+    """The tasks of ``projects`` created or changed (moved on the board, edited) at or after ``since``,
+    most recently changed first; and how many in all."""
+    tasks = Task.objects.in_projects(projects).filter(updated_at__gte=since)
+    listed = tasks.select_related("project", "assignee", "source_item").order_by("-updated_at", "-id")
+    return list(listed[:limit]), tasks.count()
+
+
+def recent_changes(*, projects, since: datetime, limit: int = RECENT_LIMIT) -> Recent:
+    """The session digest: what changed in ``projects`` since ``since``."""
+    items, items_total = knowledge_selectors.items_changed(projects=projects, since=since, limit=limit)
+    tasks, tasks_total = tasks_changed(projects=projects, since=since, limit=limit)
+    commits, commits_total = git_selectors.commits_since(projects=projects, since=since, limit=limit)
+    return Recent(since, items, items_total, tasks, tasks_total, commits, commits_total)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+
 from django.utils.translation import gettext_lazy as _
 
 from contextforge.api.exceptions import ApplicationError
@@ -35,3 +38,49 @@ def query_choice(request, name: str, choices, *, required: bool = False) -> str 
     if value not in choices:
         raise ApplicationError(CHOICE_INVALID.format(field=name, choices=", ".join(choices)), field=name)
     return value
+
+
+SINCE_INVALID = _(
+    "Not a time: give an ISO 8601 date or date-time (2026-12-01, 2026-12-01T09:30:00Z) or an age such as "
+    "90m, 12h, 3d or 2w."
+)
+# What a ``since`` may be, as the API's schema says it: an age, or an ISO 8601 date or date-time.
+SINCE_PATTERN = r"^(\d{1,6}[mhdw]|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?)$"
+AGE = re.compile(r"(\d{1,6})([mhdw])")
+AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# Anything earlier means "everything": what PostgreSQL and Python both hold.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+
+
+def parse_since(value: str, *, now: datetime, field: str = "since") -> datetime:
+    """A point in time given as an ISO 8601 date or date-time (without a zone: UTC) or as an age before
+    ``now`` (``90m``, ``12h``, ``3d``, ``2w``), no earlier than EARLIEST; an ApplicationError naming
+    ``field`` otherwise (a date that names no day, 2026-02-30, too)."""
+    text = value if isinstance(value, str) else ""
+    if not re.fullmatch(SINCE_PATTERN, text):
+        raise ApplicationError(SINCE_INVALID, field=field)
+    try:
+        if match := AGE.fullmatch(text):
+            when = now - timedelta(**{AGE_UNITS[match.group(2)]: int(match.group(1))})
+        else:
+            when = datetime.fromisoformat(text)
+            when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        return max(when, EARLIEST)
+    except OverflowError:  # an age or a zone that reaches before the year 1
+        return EARLIEST
+    except ValueError:
+        raise ApplicationError(SINCE_INVALID, field=field) from None
+
+
+INT_INVALID = _("Must be a whole number from {low} to {high}.")
+
+
+def query_int(request, name: str, *, default: int, low: int, high: int) -> int:
+    """The whole-number query parameter ``name`` within [low, high]; ``default`` when absent; anything
+    else a 400 naming it."""
+    if name not in request.query_params:
+        return default
+    value = request.query_params.get(name, "").strip()
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+        raise ApplicationError(INT_INVALID.format(low=low, high=high), field=name)
+    return int(value)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -14,6 +16,32 @@ from knowledge import selectors
 from knowledge.keywords import text_error
 from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, ReviewPair, Snapshot
 from knowledge.ranking import Hit
+from knowledge.spaces import SPACE_INVALID, SPACE_MAX_LENGTH, SPACE_PATTERN, clean_space
+
+SPACE_HELP = (
+    "Where the item lives below its project: a path of lower-case segments such as architecture/auth "
+    "('' for the project's root)."
+)
+SPACE_FILTER_HELP = "Only items in this space or a space below it (architecture holds architecture/auth)."
+
+
+class SpaceField(StrictCharField):
+    """A space (knowledge/spaces.py), stored lower-cased; blank for the project's root."""
+
+    schema_pattern = SPACE_PATTERN
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", SPACE_HELP)
+        super().__init__(max_length=SPACE_MAX_LENGTH, allow_blank=True, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not re.match(SPACE_PATTERN, value):
+            raise serializers.ValidationError(str(SPACE_INVALID))
+        try:
+            return clean_space(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["space"][0]) from None
 
 
 def verifier_of(item: KnowledgeItem) -> str | None:
@@ -52,6 +80,7 @@ class ItemOutputSerializer(serializers.ModelSerializer):
             "title",
             "content",
             "tags",
+            "space",
             "references",
             "is_proposal",
             "is_pending",
@@ -79,6 +108,7 @@ class ItemCreateInputSerializer(InputSerializer):
     title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
     content = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False)
     tags = tags_field(required=False, default=list)
+    space = SpaceField(required=False, default="")
     project = serializers.SlugField(
         required=False, help_text="Project slug; optional when the API key is bound to one project."
     )
@@ -92,6 +122,7 @@ class ItemUpdateInputSerializer(InputSerializer):
     )
     tags = tags_field(required=False)
     valid_until = serializers.DateField(required=False, allow_null=True, help_text=VALID_UNTIL_HELP)
+    space = SpaceField(required=False, help_text=SPACE_HELP + " Moving an item keeps its text and recency.")
 
 
 KEYWORD_TEXT_HELP = (
@@ -111,6 +142,7 @@ class SearchFiltersSerializer(InputSerializer):
     text = StrictCharField(
         required=False, max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, help_text=KEYWORD_TEXT_HELP
     )
+    space = SpaceField(required=False, help_text=SPACE_FILTER_HELP)
 
     def validate_text(self, value: str) -> str:
         if error := text_error(value):

@@ -72,14 +72,16 @@ class ItemListCreateApi(GenericAPIView):
         operation_id="items_list",
         parameters=[
             OpenApiParameter("tag", str, description="Only items carrying this tag."),
+            OpenApiParameter("space", str, description=s.SPACE_FILTER_HELP),
             OpenApiParameter("project", str, description="Only this project (slug)."),
         ],
-        responses={200: s.ItemOutputSerializer(many=True), 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+        responses={200: s.ItemOutputSerializer(many=True), **COMMON_ERRORS},
     )
     def get(self, request):
         items = selectors.items_for(
             projects=projects_named(request, request.query_params.get("project")),
             tag=request.query_params.get("tag"),
+            space=request.query_params.get("space"),
         )
         page = self.paginate_queryset(items)
         return self.get_paginated_response(s.ItemOutputSerializer(page, many=True).data)
@@ -98,6 +100,7 @@ class ItemListCreateApi(GenericAPIView):
             content=data["content"],
             tags=data["tags"],
             valid_until=data.get("valid_until"),
+            space=data["space"],
             created_by=request.user,
             by_agent=by_agent(request),
         )
@@ -356,6 +359,7 @@ class SearchApi(APIView):
             query=data["query"],
             tags=given.get("tags", []),
             text=given.get("text", ""),
+            space=given.get("space"),
             limit=data["limit"],
             min_score=data.get("min_score"),
         )
@@ -426,12 +430,14 @@ class ItemExportApi(APIView):
         parameters=[
             OpenApiParameter("project", str, description="Only this project (slug)."),
             OpenApiParameter("tag", str, description="Only the items carrying this tag."),
+            OpenApiParameter("space", str, description=s.SPACE_FILTER_HELP),
             OpenApiParameter("format", str, enum=list(EXPORT_FORMATS), description="Default: jsonl."),
         ],
         responses={
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "application/zip"): OpenApiTypes.BINARY,
             (200, "text/csv"): OpenApiTypes.STR,
+            400: FIELD_ERRORS,
             401: ERROR_RESPONSE,
             403: ERROR_RESPONSE,
         },
@@ -441,7 +447,9 @@ class ItemExportApi(APIView):
     def get(self, request):
         format = check_export_format(request.query_params.get("format") or "jsonl")
         projects = projects_named(request, request.query_params.get("project"))
-        items = selectors.items_for(projects=projects, tag=request.query_params.get("tag")).order_by("id")
+        items = selectors.items_for(
+            projects=projects, tag=request.query_params.get("tag"), space=request.query_params.get("space")
+        ).order_by("id")
         out = export(items, format)
         response = StreamingHttpResponse(out.chunks, content_type=out.content_type)
         response["Content-Disposition"] = f'attachment; filename="{out.file_name}"'

@@ -100,6 +100,7 @@ def export_record(item) -> dict:
         "title": item.title,
         "content": item.content,
         "tags": item.tags,
+        "space": item.space,
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
         **({"valid_until": item.valid_until.isoformat()} if item.valid_until else {}),

@@ -1,5 +1,7 @@
 """Markdown notes (Obsidian, basic-memory): YAML frontmatter gives the title, tags, created/updated and
-permalink; without it the first heading (of any level, setext included) or the file name is the title; the folders become tags."""
+permalink and space; without it the first heading (of any level, setext included) or the file name is the
+title. The folders name the note's space (unless its frontmatter names one) and, as they always did, its
+tags (docs/adr/0007-spaces.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.importers.base import Record, as_tag, failure, first_heading, stamp
+from knowledge.spaces import folder_space
 
 BROKEN_FRONTMATTER = _("Broken YAML frontmatter: {problem}")
 FRONTMATTER_NOT_A_MAPPING = _("The frontmatter must be a mapping of names to values.")
@@ -67,6 +70,7 @@ def parse(file: str, text: str, root: str = "") -> list[Record]:
         "title": str(title) if isinstance(title, int | float) else title,
         "content": body,
         "tags": tags,
+        "space": meta["space"] if "space" in meta else folder_space(file, root),
         "created_at": stamp(meta["created"]) if meta.get("created") else lenient_stamp(meta.get("date")),
         "updated_at": stamp(meta.get("updated")),
         "valid_until": stamp(meta.get("valid_until")),
@@ -100,4 +104,6 @@ def render(item) -> str:
         **({"valid_until": item.valid_until.isoformat()} if item.valid_until else {}),
         "permalink": file_name(item)[:-3],
     }
+    if item.space:
+        meta["space"] = item.space
     return f"---\n{YAML.export(meta)}\n---\n\n{item.content}"

@@ -1,4 +1,4 @@
-"""CSV: a header row naming title, content, tags (separated by ";"), created_at, updated_at.
+"""CSV: a header row naming title, content, tags (separated by ";"), space, created_at, updated_at.
 
 The export neutralises formulas as OWASP recommends: a cell that a spreadsheet would run (one starting
 with = + - @, a tab or a carriage return) is written with a leading single quote, and so is a cell that
@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from knowledge.importers.base import Record, failure
 from knowledge.importers.json_lines import text_lines
 
-COLUMNS = ["title", "content", "tags", "created_at", "updated_at"]
+COLUMNS = ["title", "content", "tags", "space", "created_at", "updated_at"]
 FORMULA_ESCAPED = "formula_escaped"
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 ESCAPE = "'"
@@ -81,6 +81,13 @@ def render(items) -> str:
     writer.writerow([*COLUMNS, FORMULA_ESCAPED])
     for item in items:
         tags = TAG_SEPARATOR.join(item.tags)
-        cells = [item.title, item.content, tags, item.created_at.isoformat(), item.updated_at.isoformat()]
+        cells = [
+            item.title,
+            item.content,
+            tags,
+            item.space,
+            item.created_at.isoformat(),
+            item.updated_at.isoformat(),
+        ]
         writer.writerow([escape(cell) for cell in cells])
     return out.getvalue()

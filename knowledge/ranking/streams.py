@@ -38,6 +38,7 @@ class SearchFilters:
     tags: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()  # keyword queries (knowledge/keywords.py), each of which must match
     paths: tuple[str, ...] = ()  # items referencing any of these files
+    space: str = ""  # items in this space or one below it (knowledge/spaces.py); "" for all
 
     def __post_init__(self):
         object.__setattr__(self, "tags", tuple(normalize_tag(tag) for tag in self.tags))
@@ -45,7 +46,7 @@ class SearchFilters:
     @property
     def narrows(self) -> bool:
         """Whether the filters keep only some of the items a default search ranks (tags aside)."""
-        return bool(self.texts or self.paths)
+        return bool(self.texts or self.paths or self.space)
 
     @property
     def includes_test(self) -> bool:
@@ -60,6 +61,7 @@ def scope(project_ids: Sequence[int], filters: SearchFilters):
         .with_tags(list(filters.tags))
         .matching(filters.texts)
         .referencing(filters.paths)
+        .in_space(filters.space)
     )
 
 

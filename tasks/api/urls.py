@@ -8,5 +8,6 @@ urlpatterns = [
     path("tasks/<int:pk>/", views.TaskDetailApi.as_view(), name="task"),
     path("tasks/<int:pk>/comments/", views.TaskCommentsApi.as_view(), name="task-comments"),
     path("tasks/<int:pk>/back-to-memory/", views.TaskBackToMemoryApi.as_view(), name="task-back-to-memory"),
+    path("recent/", views.RecentApi.as_view(), name="recent"),
     path("items/<int:pk>/to-task/", views.ItemToTaskApi.as_view(), name="item-to-task"),
 ]

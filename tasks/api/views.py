@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
@@ -9,7 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.access import ensure_may, projects_named, request_project, request_projects
 from contextforge.api import ApplicationError
-from contextforge.api.params import query_choice
+from contextforge.api.params import SINCE_PATTERN, parse_since, query_choice, query_int
 from contextforge.api.validation import validated
 from knowledge import selectors as knowledge_selectors
 from tasks import selectors, services
@@ -17,6 +19,7 @@ from tasks.api import serializers as s
 from tasks.models import Priority, Status, Task
 
 NO_OPEN_TASK = _("No open task.")
+FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="Errors by field name.")
 
 
 def _task(request, pk: int, scope: str = "read") -> Task:
@@ -153,3 +156,42 @@ class TaskBackToMemoryApi(APIView):
     def post(self, request, pk: int):
         item = services.task_back_to_memory(task=_task(request, pk, "write"))
         return Response({"item": item.pk})
+
+
+RECENT_DEFAULT = "24h"
+
+
+class RecentApi(APIView):
+    required_scope = "read"
+
+    @extend_schema(
+        operation_id="recent",
+        parameters=[
+            OpenApiParameter(
+                "since",
+                str,
+                pattern=SINCE_PATTERN,
+                description="From when: an ISO 8601 date or date-time (UTC without a zone) or an age such as "
+                f"90m, 12h, 3d or 2w. Default: {RECENT_DEFAULT}.",
+            ),
+            OpenApiParameter("project", str, description="Only this project (slug)."),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 200},
+                description=f"Rows of each kind at most (1-200, default {selectors.RECENT_LIMIT}); the "
+                "totals count them all.",
+            ),
+        ],
+        responses={200: s.RecentOutputSerializer, 400: FIELD_ERRORS},
+        description="What changed since a time, for an agent catching up at the start of a session: memory "
+        "items created, updated, moved, trashed or moved to tasks (from their history), tasks created or "
+        "moved, and commits synced from the project's repositories.",
+    )
+    def get(self, request):
+        since = parse_since(request.query_params.get("since") or RECENT_DEFAULT, now=timezone.now())
+        recent = selectors.recent_changes(
+            projects=projects_named(request, request.query_params.get("project")),
+            since=since,
+            limit=query_int(request, "limit", default=selectors.RECENT_LIMIT, low=1, high=200),
+        )
+        return Response(s.recent_data(recent))

@@ -75,7 +75,7 @@ def test_an_item_is_written_with_these_fields_in_this_order_and_its_times_in_iso
     updated_at = json.dumps(item.updated_at.isoformat().replace("+00:00", "Z"))
     assert body == (
         f'{{"id":{item.pk},"project":"acme","title":"Views","content":"see ./app/views.py:10",'
-        f'"tags":["web"],"references":["app/views.py"],"is_proposal":false,"is_pending":false,'
+        f'"tags":["web"],"space":"","references":["app/views.py"],"is_proposal":false,"is_pending":false,'
         f'"created_at":"2024-02-29T23:59:59.123456Z","updated_at":{updated_at},'
         f'"valid_until":null,"expired":false,"unreviewed":false,"verified_at":null,"verified_by":null}}'
     )

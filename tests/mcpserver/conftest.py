@@ -50,6 +50,7 @@ MEMORY_TOOLS = {
     "memory_supersede",
     "memory_confirm",
     "memory_review_queue",
+    "memory_recent",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
 TOOLS = MEMORY_TOOLS | TASK_TOOLS
@@ -75,6 +76,7 @@ READ_TOOLS = {
     "repo_activity": {"days": 7},
     "memory_trash": {},
     "memory_review_queue": {},
+    "memory_recent": {"since": "1d"},
 }
 
 

@@ -65,6 +65,7 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
         "tags",
         "text",
         "min_score",
+        "space",
     }
     assert tools["memory_ingest"].input_schema["required"] == ["title", "content"]
 
@@ -353,7 +354,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(cast, memory
         ("memory_ingest", {"title": "Spaced tag", "content": "x", "tags": ["two words"]}, "tags: A tag is"),
         ("memory_get", {"id": 987654}, "No memory item #987654"),
         ("memory_get", {"id": "abc"}, "id"),
-        ("memory_update", {"id": memory["other"].pk}, "Give at least one of title, content or tags"),
+        ("memory_update", {"id": memory["other"].pk}, "Give at least one of title, content, tags or space"),
         ("memory_update", {"id": memory["other"].pk, "title": "   "}, "title: A title is required."),
         ("task_create", {"title": "Blocked", "status": "blocked"}, "status\n  Input should be 'pending'"),
         ("task_create", {"priority": "high"}, "title\n  Field required"),

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0018_importjob_heartbeat'),
+        ('knowledge', '0020_review_expiry_confirmation'),
     ]
 
     operations = [

@@ -1,0 +1,135 @@
+"""POST /api/v1/context/ on the real stack: a synced repository made by the test, the model, tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.embeddings import count_tokens
+from tests.conftest import api_client_for
+from tests.context.conftest import QUERY
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, body):
+    return client.post("/api/v1/context/", body, format="json")
+
+
+def test_context_of_a_changed_file_ranks_the_item_naming_it_above_a_closer_item_that_names_nothing(
+    cast, workspace
+):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    items = workspace["items"]
+    # Plain search puts the item that names nothing first: it is the closer one in meaning.
+    searched = client.post("/api/v1/search/", {"query": QUERY, "limit": 4}, format="json").json()
+    assert searched["results"][0]["item"]["id"] == items["closer"].pk
+
+    response = post(client, {"paths": ["src/lib/auth.ts"], "query": QUERY})
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    ids = [entry["id"] for entry in body["items"]]
+    assert ids[0] == items["names_file"].pk
+    assert items["names_neighbour"].pk in ids  # a file in the same folder
+    assert items["closer"].pk not in ids and items["elsewhere"].pk not in ids
+    first = body["items"][0]
+    sha = workspace["auth_sha"][:7]
+    assert first["reasons"] == ["names src/lib/auth.ts", f"src/lib/auth.ts live since commit {sha} of ana"]
+    assert "live" in first["badges"]
+    assert first["signals"]["git"] == 1.0
+    neighbour = body["items"][ids.index(items["names_neighbour"].pk)]
+    assert neighbour["reasons"] == ["names a file in src/lib/"]
+    assert [task["id"] for task in body["tasks"]] == [workspace["open_task"].pk]
+    assert body["tasks"][0]["reasons"] == ["names src/lib/auth.ts"]
+    assert [(c["sha"], c["author"], c["files"]) for c in body["commits"]] == [
+        (
+            workspace["auth_sha"][:10],
+            "ana <dev@example.com>",
+            [{"path": "src/lib/auth.ts", "change_type": "A"}],
+        )
+    ]
+    assert body["ranked_against"] == QUERY and body["paths"] == ["src/lib/auth.ts"]
+
+
+def test_a_folder_brings_the_items_tasks_and_commits_of_its_files_ranked_against_the_paths_words(
+    cast, workspace
+):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    items = workspace["items"]
+
+    body = post(client, {"paths": ["./src/lib/"]}).json()
+
+    assert body["paths"] == ["src/lib/"] and body["ranked_against"] == "src lib"
+    assert {entry["id"] for entry in body["items"]} == {items["names_file"].pk, items["names_neighbour"].pk}
+    assert all(entry["reasons"][0] == "names a file in src/lib/" for entry in body["items"])
+    assert [task["id"] for task in body["tasks"]] == [workspace["open_task"].pk]
+    assert {file["path"] for commit in body["commits"] for file in commit["files"]} == {
+        "src/lib/auth.ts",
+        "src/lib/session.ts",
+    }
+
+
+def test_a_path_that_no_repository_or_item_names_matches_nothing(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+
+    body = post(client, {"paths": ["nowhere/else.py", "vendor/"], "query": QUERY}).json()
+
+    assert (body["items"], body["tasks"], body["commits"]) == ([], [], [])
+
+
+def test_climbing_absolute_blank_and_over_long_paths_get_a_400_naming_paths(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    for paths in (
+        ["../secrets.txt"],
+        ["src/../../etc/passwd"],
+        ["/etc/passwd"],
+        ["C:\\Windows\\win.ini"],
+        ["~/notes.md"],
+        ["a/" * 600],
+        [""],
+        ["src/\x00.ts"],
+        [],
+        "src/lib/auth.ts",
+    ):
+        response = post(client, {"paths": paths})
+        assert response.status_code == 400, paths
+        assert "paths" in response.json(), paths
+    for field, value in (("budget_tokens", 0), ("limit", 51), ("detail", "everything"), ("query", " ")):
+        response = post(client, {"paths": ["src/lib/auth.ts"], field: value})
+        assert response.status_code == 400 and field in response.json(), field
+
+
+def test_a_budget_keeps_the_best_entries_that_fit_to_the_token(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    ask = {"paths": ["src/lib/"], "query": QUERY}
+    whole = post(client, ask).json()
+    costs = [count_tokens(e["title"]) + count_tokens(e["text"]) for e in whole["items"]]
+    task_cost = count_tokens(whole["tasks"][0]["title"])
+
+    exact = post(client, ask | {"budget_tokens": costs[0] + costs[1] + task_cost}).json()
+    short = post(client, ask | {"budget_tokens": costs[0] + costs[1] + task_cost - 1}).json()
+
+    assert [e["id"] for e in exact["items"]] == [e["id"] for e in whole["items"]]
+    assert len(exact["tasks"]) == 1 and exact["commits"] == []
+    assert exact["budget"] == {
+        "tokens": costs[0] + costs[1] + task_cost,
+        "used": costs[0] + costs[1] + task_cost,
+        "omitted": len(whole["commits"]),
+        "cut": False,
+    }
+    assert len(short["items"]) == 2 and short["tasks"] == []
+    assert short["budget"]["used"] == costs[0] + costs[1]
+
+
+def test_a_budget_below_one_entry_answers_the_best_one_cut_to_it(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    title = workspace["items"]["names_file"].title
+    for budget in (count_tokens(title) + 3, 4, 1):
+        body = post(client, {"paths": ["src/lib/auth.ts"], "query": QUERY, "budget_tokens": budget}).json()
+        (entry,) = body["items"]
+        assert entry["id"] == workspace["items"]["names_file"].pk and entry["cut"] is True
+        used = count_tokens(entry["title"]) + count_tokens(entry["text"])
+        assert used <= budget and body["budget"]["used"] == used
+        assert body["budget"]["cut"] is True and body["tasks"] == [] and body["commits"] == []
+    body = post(client, {"paths": ["src/lib/auth.ts"], "query": QUERY, "budget_tokens": 1}).json()
+    assert body["items"][0]["text"] == "" and body["items"][0]["title"].endswith("…")
