@@ -43,11 +43,10 @@ def main() -> dict:
 
     migrated_django()
     from django.db import connection
-    from django.test.utils import override_settings
 
     from accounts.models import Project
     from knowledge import embeddings
-    from knowledge.ranking import CACHE, SearchFilters, forget_caches, search, streams
+    from knowledge.ranking import CACHE, SearchFilters, forget_caches, search
 
     large = Project.objects.get(slug="bench-10000")
     small = Project.objects.filter(slug="bench-small").first()
@@ -79,25 +78,6 @@ def main() -> dict:
     out: dict = {}
     for q in queries:  # every copy loaded, every statement warm
         ranked(large)(q), ranked(large, True)(q), ranked(small)(q)
-
-    # The int8 screen, at 10,000 passages (it switches on at CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS, 8,000).
-    def unscreened(q: str) -> None:
-        with override_settings(CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS=10**9):
-            ranked(large)(q)
-
-    on, off = p50_pair(ranked(large), unscreened, queries)
-    out["int8_screen"] = {"on_p50_ms": on, "off_p50_ms": off}
-
-    # A narrow filter's matches ranked alone (the copy cut down to them) against each chunk checked.
-    def checked(q: str) -> None:
-        masked_max, streams.MASKED_MAX = streams.MASKED_MAX, -1
-        try:
-            ranked(large, True)(q)
-        finally:
-            streams.MASKED_MAX = masked_max
-
-    on, off = p50_pair(ranked(large, True), checked, queries)
-    out["few_matches_masked"] = {"on_p50_ms": on, "off_p50_ms": off, "filters": sorted(set(keyword.values()))}
 
     # The passage count a search chooses its stream by, kept for a minute.
     def uncounted(q: str) -> None:

@@ -428,10 +428,6 @@ CONTEXTFORGE_EXACT_SCAN_MAX = env_int("CONTEXTFORGE_EXACT_SCAN_MAX", 5_000, mini
 # What those in-memory copies of all projects may take together, per process (least recently searched
 # evicted first; a project set larger than this is scanned by PostgreSQL).
 CONTEXTFORGE_MATRIX_MEMORY_MB = env_int("CONTEXTFORGE_MATRIX_MEMORY_MB", 512, minimum=0)
-# Copies of at least this many passages (together) are screened by their int8 copy before the exact
-# float32 product; smaller ones by the float32 product alone: below it the product reads too few bytes
-# for the screen's second pass and its int8 rounding bounds to pay for themselves.
-CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS = env_int("CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS", 50_000, minimum=0)
 CONTEXTFORGE_GIT_LOCAL_ROOTS = env_list("CONTEXTFORGE_GIT_LOCAL_ROOTS", [], sep=":")
 
 

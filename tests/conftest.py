@@ -38,13 +38,6 @@ def _model_loaded_once(embedder):
     yield
 
 
-@pytest.fixture(autouse=True)
-def _copies_screened_by_their_int8_copy(settings):
-    """Every in-memory search ranks through the int8 screen and its exact rescoring, as at 100,000 items
-    (tests/knowledge/test_memory_stream.py tests the float32 product of small copies)."""
-    settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS = 0
-
-
 @pytest.fixture(scope="session")
 def _vectors_by_text() -> dict:
     return {}

@@ -5,10 +5,8 @@ stream reads candidates well past the k nearest, and HNSW's deep candidate lists
 over the passages in memory is exact and several times faster than PostgreSQL's scan of them.
 
 A copy's rows are passages, each with its item's id and the columns the signals read (the stamp, the
-references, the wish flag). The stream takes rows by an upper bound of their cosine: for a large copy
-from an int8 copy of the vectors (``screen``, a quarter of the bytes to read) and each row's
-quantization error, else the float32 cosines themselves; it scores each taken row exactly and hands
-over each item once, at its best passage's cosine (the first of its rows it hands over).
+references, the wish flag). The stream takes rows in descending float32 cosine (one product over the
+copy) and hands over each item once, at its best passage's cosine (the first of its rows it hands over).
 
 Threads: a search ranks from a ``Snapshot`` whose rows are never written again. A catch-up appends a
 changed item's passages as new rows and retires its old rows in a fresh copy of the ``live`` column.
@@ -25,10 +23,8 @@ import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from functools import cache
 
 import numpy as np
-import onnxruntime
 from cachetools import Cache, LRUCache
 from django.conf import settings
 from django.db import connection
@@ -39,9 +35,9 @@ from knowledge.ranking.candidates import STAMP, Candidates, objects
 
 DIMENSIONS = 384
 FIRST_CHUNK = 1024  # rows the first chunk takes: most searches at 100,000 items stop within it
-# A row: item id, vector, live, stamp, wish flag, references, int8 code, scale, offset, error, norm, and
-# its share of the Python objects behind it (its references list, its entry in ``rows_of``).
-ROW_BYTES = 8 + 4 * DIMENSIONS + 1 + 8 + 1 + 8 + DIMENSIONS + 4 * 4 + 128
+# A row: item id, vector, live, stamp, wish flag, references, and its share of the Python objects behind
+# it (its references list, its entry in ``rows_of``).
+ROW_BYTES = 8 + 4 * DIMENSIONS + 1 + 8 + 1 + 8 + 128
 COMPACT_SHARE = 0.5  # retired rows are dropped once they are this share of a copy's rows
 # One row of `COPY (SELECT item_id, embedding …) TO STDOUT (FORMAT BINARY)`, big-endian.
 _ROW = np.dtype(
@@ -58,62 +54,6 @@ _ROW = np.dtype(
 _HEADER = 19
 
 
-# The int8 screen. A row's code is its vector over its scale (largest component / 127), rounded; the
-# query's is the same over 63 plus 64, unsigned, so no integer kernel's 16-bit pair sums saturate.
-ROW_LEVELS, QUERY_LEVELS, QUERY_OFFSET = 127, 63, 64
-# What float32 rounding may add to a cosine, per unit of query and row norm, with room.
-_ROUNDING = 4 * DIMENSIONS * float(np.finfo(np.float32).eps)
-
-
-def _rounded_up(values: np.ndarray) -> np.ndarray:
-    near = values.astype(np.float32)
-    return np.where(near < values, np.nextafter(near, np.float32(np.inf)), near)
-
-
-def quantized(vectors: np.ndarray) -> dict[str, np.ndarray]:
-    """The int8 columns of ``vectors`` (float32 rows): codes (DIMENSIONS, rows), scales, offsets, errors
-    and norms (each rounded up)."""
-    rows = len(vectors)
-    out = {
-        "codes": np.empty((DIMENSIONS, rows), np.int8),
-        "scales": np.empty(rows, np.float32),
-        "offsets": np.empty(rows, np.int32),
-        "errors": np.empty(rows, np.float32),
-        "norms": np.empty(rows, np.float32),
-    }
-    for start in range(0, rows, 1024):  # temporaries of a few megabytes
-        block = vectors[start : start + 1024]
-        largest = np.abs(block).max(axis=1)
-        scales = np.where(largest > 0, largest / ROW_LEVELS, 1).astype(np.float32)
-        codes = np.clip(np.rint(block / scales[:, None]), -ROW_LEVELS, ROW_LEVELS).astype(np.int8)
-        exact = block.astype(np.float64)
-        error = exact - scales[:, None].astype(np.float64) * codes
-        done = slice(start, start + len(block))
-        out["codes"][:, done] = codes.T
-        out["scales"][done] = scales
-        out["offsets"][done] = QUERY_OFFSET * codes.sum(axis=1, dtype=np.int32)
-        out["errors"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", error, error)))
-        out["norms"][done] = _rounded_up(np.sqrt(np.einsum("ij,ij->i", exact, exact)))
-    return out
-
-
-# One MatMulInteger of a (1, dimensions) uint8 query code by (dimensions, rows) int8 codes, serialized
-# (tests/knowledge/test_matrix_screen.py builds it with onnx.helper and checks these bytes).
-SCREEN_MODEL = (
-    b"\x08\x08\x12\x00:\x9b\x01\n'\n\x05query\n\x05codes\x12\x08products\"\rMatMulInteger\x12\x06screen"
-    b"Z!\n\x05query\x12\x18\n\x16\x08\x02\x12\x12\n\x02\x08\x01\n\x0c\x12\ndimensionsZ%\n\x05codes\x12\x1c"
-    b"\n\x1a\x08\x03\x12\x16\n\x0c\x12\ndimensions\n\x06\x12\x04rowsb\x1e\n\x08products\x12\x12\n\x10\x08\x06"
-    b"\x12\x0c\n\x02\x08\x01\n\x06\x12\x04rowsB\x04\n\x00\x10\r"
-)
-
-
-@cache
-def _integer_product() -> onnxruntime.InferenceSession:
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(SCREEN_MODEL, options, providers=["CPUExecutionProvider"])
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """One project's passages as of one read. Its rows are never written again."""
@@ -125,33 +65,10 @@ class Snapshot:
     stamps: np.ndarray  # float64: what recency ages (candidates.STAMP)
     proposals: np.ndarray  # bool
     references: np.ndarray  # object: each row's list of paths
-    codes: np.ndarray  # int8 (DIMENSIONS, rows or more): row r's code is column r
-    scales: np.ndarray
-    offsets: np.ndarray
-    errors: np.ndarray
-    norms: np.ndarray
     single: bool = False  # each item has one row (no item need be handed over once only)
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "codes", "single"))
-
-
-def screen(snapshot: Snapshot, query: np.ndarray) -> np.ndarray:
-    """An upper bound of each row's float32 cosine with ``query``, from the int8 copy: with x' = scale *
-    code and q' the query's coded vector, q.x = q'.x' + q'.(x - x') + (q - q').x, and by Cauchy-Schwarz
-    the last two are at most |q'| * error + |q - q'| * norm."""
-    exact = query.astype(np.float64)
-    scale = float(np.abs(exact).max()) / QUERY_LEVELS or 1.0
-    code = np.rint(exact / scale)
-    coded_norm = float(np.linalg.norm(scale * code))
-    slack = float(np.linalg.norm(exact - scale * code)) + _ROUNDING * float(np.linalg.norm(exact))
-    rows = len(snapshot.items)
-    feed = {"query": (code + QUERY_OFFSET).astype(np.uint8)[None], "codes": snapshot.codes}
-    products = _integer_product().run(None, feed)[0][0, :rows] - snapshot.offsets
-    bounds = np.multiply(products, snapshot.scales, dtype=np.float32) * np.float32(scale)
-    bounds += np.float32(coded_norm) * snapshot.errors
-    bounds += np.float32(slack * float(snapshot.norms.max(initial=0.0)))
-    return bounds
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "single"))
 
 
 def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
@@ -162,12 +79,11 @@ def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
 
 @dataclass(eq=False)
 class Copy:
-    """A project's passages: ``columns[name][:size]`` and ``codes[:, :size]``, with room to grow."""
+    """A project's passages: ``columns[name][:size]``, with room to grow."""
 
     project_id: int
     lock: threading.Lock = field(default_factory=threading.Lock)  # one reader of the database at a time
     columns: dict[str, np.ndarray] = field(default_factory=dict)
-    codes: np.ndarray = field(default_factory=lambda: np.empty((DIMENSIONS, 0), np.int8))
     rows_of: dict[int, list[int]] = field(default_factory=dict)  # item id -> its live rows
     size: int = 0
     retired: int = 0
@@ -179,11 +95,10 @@ class Copy:
     def publish(self) -> Snapshot:
         self.snapshot = Snapshot(
             self.project_id,
-            codes=self.codes,
             single=len(self.rows_of) == self.size - self.retired,
             **{n: self.columns[n][: self.size] for n in _COLUMNS},
         )
-        self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.codes.nbytes + self.size * 128
+        self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.size * 128
         return self.snapshot
 
     def append(self, items: list[int], vectors: np.ndarray, attributes: dict[int, tuple]) -> None:
@@ -193,12 +108,7 @@ class Copy:
         if end > capacity:  # grow by half: a write costs a copy once in a while
             capacity = max(end, capacity * 3 // 2)
             self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
-            self.codes = _grown(self.codes.T, capacity).T.copy()
         rows, c = slice(self.size, end), self.columns
-        screened = quantized(vectors)
-        self.codes[:, rows] = screened.pop("codes")
-        for name, values in screened.items():
-            c[name][rows] = values
         c["items"][rows], c["vectors"][rows], c["live"][rows] = items, vectors, True
         c["stamps"][rows] = [np.nan if attributes[i][0] is None else attributes[i][0] for i in items]
         c["references"][rows] = objects([attributes[i][1] for i in items])
@@ -217,7 +127,6 @@ class Copy:
         if self.retired > self.size * COMPACT_SHARE:
             keep = np.flatnonzero(self.columns["live"][: self.size])
             self.columns = {n: a[keep] for n, a in self.columns.items()}
-            self.codes = np.ascontiguousarray(self.codes[:, keep])
             self.rows_of = {}
             for row, item in enumerate(self.columns["items"].tolist()):
                 self.rows_of.setdefault(item, []).append(row)
@@ -225,9 +134,8 @@ class Copy:
 
 
 def _columns(capacity: int) -> dict[str, np.ndarray]:
-    """Empty columns of a copy (Snapshot's, but ``codes``) with room for ``capacity`` rows."""
+    """Empty columns of a copy (Snapshot's) with room for ``capacity`` rows."""
     types = {"items": np.int64, "live": bool, "stamps": np.float64, "proposals": bool, "references": object}
-    types |= {"scales": np.float32, "offsets": np.int32, "errors": np.float32, "norms": np.float32}
     return {"vectors": np.zeros((capacity, DIMENSIONS), np.float32)} | {
         name: np.zeros(capacity, dtype) for name, dtype in types.items()
     }
@@ -259,7 +167,7 @@ def _load(cursor, copy: Copy, passages: int) -> None:
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
     attributes = _attributes(items)
-    copy.columns, copy.codes = _columns(passages), np.empty((DIMENSIONS, passages), np.int8)
+    copy.columns = _columns(passages)
     copy.rows_of, copy.size, copy.retired = {}, 0, 0
     passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
         "item_id", "ordinal"
@@ -396,7 +304,7 @@ class Copies:
             self.unread.clear()
 
 
-def _top(values: np.ndarray, count: int) -> np.ndarray:
+def largest(values: np.ndarray, count: int) -> np.ndarray:
     """Positions of the ``count`` largest of ``values``, in no order. A threshold taken from every 16th
     value, expected to let twice ``count`` through, leaves argpartition a few of the values."""
     if count >= len(values):
@@ -407,56 +315,41 @@ def _top(values: np.ndarray, count: int) -> np.ndarray:
         threshold = np.partition(sample, len(sample) - expected)[len(sample) - expected]
         reaching = np.flatnonzero(values >= threshold)
         if count <= len(reaching) < len(values) // 2:
-            return reaching[_top(values[reaching], count)]
+            return reaching[largest(values[reaching], count)]
     return np.argpartition(values, len(values) - count)[len(values) - count :]
 
 
 def nearest(
-    snapshots: list[Snapshot],
-    query_vector: np.ndarray,
-    *,
-    screened: bool,
-    first: int = FIRST_CHUNK,
+    snapshots: list[Snapshot], query_vector: np.ndarray, *, first: int = FIRST_CHUNK
 ) -> Iterator[tuple[Candidates, float | None]]:
     """Every item with a live row in ``snapshots``, once, at its best row's cosine, as chunks in descending
     cosine, each with a bound no later chunk's cosine exceeds (None after the last).
 
-    Rows are taken in the order of an upper bound of their cosine (``screen`` when ``screened``, else the
-    cosine itself) and scored exactly as taken; a taken row below the bound of the rows not taken yet is
-    held back for a later chunk. An item's first row handed over is its best: every later row is below
-    the bound handed over with it. Chunks double in size."""
+    One product scores every row; each chunk takes the best rows not taken yet, and an item's first row
+    handed over is its best. Chunks double in size."""
     query = query_vector.astype(np.float32)
-    products = [screen(s, query) if screened else s.vectors @ query for s in snapshots]
-    bounds = np.concatenate([np.where(s.live, p, -np.inf) for s, p in zip(snapshots, products, strict=True)])
+    cosines = np.concatenate([np.where(s.live, s.vectors @ query, -np.inf) for s in snapshots])
     offsets = np.cumsum([0, *(len(s.items) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
     single = all(s.single for s in snapshots)
-    held, held_cosines, seen = np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.int64)
+    seen = np.empty(0, np.int64)
     size = first
     while True:
-        picked = _top(bounds, size + 1)
-        values = bounds[picked]
+        picked = largest(cosines, size + 1)
+        values = cosines[picked]
         rest = None
-        if len(picked) > size:  # the (size + 1)th best stays: no row left has a bound above it
+        if len(picked) > size:  # the (size + 1)th best stays: no row left has a cosine above it
             last = int(np.argmin(values))
             rest = float(values[last]) if values[last] > -np.inf else None
             picked, values = np.delete(picked, last), np.delete(values, last)
         picked, values = picked[values > -np.inf], values[values > -np.inf]
-        bounds[picked] = -np.inf  # taken
-        owner = np.searchsorted(offsets, picked, side="right") - 1
-        rows = picked - offsets[owner]
-        if screened:
-            values = _gather(snapshots, owner, rows, "vectors") @ query
-        picked, cosines = np.concatenate([held, picked]), np.concatenate([held_cosines, values])
-        ready = np.ones(len(picked), bool) if rest is None else cosines >= rest
-        held, held_cosines = picked[~ready], cosines[~ready]
-        picked, cosines = picked[ready], cosines[ready]
+        cosines[picked] = -np.inf  # taken
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
         items = _gather(snapshots, owner, rows, "items")
         best = np.arange(len(items))
         if not single:  # each item once, at its best row: the first of a descending order
-            order = np.argsort(-cosines, kind="stable")
+            order = np.argsort(-values, kind="stable")
             best = order[np.unique(items[order], return_index=True)[1]]
             best = best[~np.isin(items[best], seen)]
             seen = np.concatenate([seen, items[best]])
@@ -464,7 +357,7 @@ def nearest(
             yield (
                 Candidates(
                     ids=items[best],
-                    cosines=cosines[best].astype(np.float64),
+                    cosines=values[best].astype(np.float64),
                     project_ids=project_of[owner[best]],
                     stamps=_gather(snapshots, owner[best], rows[best], "stamps"),
                     proposals=_gather(snapshots, owner[best], rows[best], "proposals"),
@@ -487,14 +380,3 @@ def _gather(snapshots: list[Snapshot], owner: np.ndarray, rows: np.ndarray, name
         mine = owner == n
         out[mine] = getattr(snapshot, name)[rows[mine]]
     return out
-
-
-def narrowed(snapshots: list[Snapshot], items: np.ndarray) -> list[Snapshot]:
-    """``snapshots`` cut down to the live rows of ``items``, in snapshots of their own: a search narrowed
-    to a few items ranks them alone, with no product over the rest of the copy."""
-    cut = []
-    for s in snapshots:
-        keep = np.flatnonzero(s.live & np.isin(s.items, items))
-        columns = {name: getattr(s, name)[keep] for name in _COLUMNS}
-        cut.append(Snapshot(s.project_id, codes=s.codes[:, keep], single=s.single, **columns))
-    return cut

@@ -28,7 +28,6 @@ EXACT = "exact"
 MATRIX = "matrix"
 EXACT_OVER_BUDGET = "exact (over memory budget)"  # the projects' copies would not fit in the budget
 FIRST_EXACT_ROWS = 100  # rows PostgreSQL's first chunk reads (at least four times the limit)
-MASKED_MAX = 1000  # matches of a keyword or path filter up to which the copy ranks them alone
 
 Chunks = Iterator[tuple[Candidates, float | None]]
 
@@ -199,9 +198,8 @@ class PostgresStream:
 
 @dataclass
 class MemoryStream:
-    """The in-memory copy's stream. A keyword or path filter's matching items are read first, up to
-    MASKED_MAX + 1: when they are fewer, the copy ranks them alone; else the items of each chunk are
-    checked against the filter in PostgreSQL, and only those that match are handed over."""
+    """The in-memory copy's stream. With a keyword or path filter, the items of each chunk are checked
+    against it in PostgreSQL, and only those that match are handed over."""
 
     project_ids: tuple[int, ...]
     filters: SearchFilters
@@ -209,7 +207,7 @@ class MemoryStream:
     strategy: str = MATRIX
 
     def chunks(self, query_vector: np.ndarray, limit: int) -> Chunks:
-        snapshots, check = self.snapshots, None
+        check = None
         if self.filters.narrows:
             key = ("matching", self.project_ids, self.filters)
             sql, params = CACHE.statement(
@@ -217,15 +215,7 @@ class MemoryStream:
             )
             # Raw SQL: ids in one array value (one to parse, not a row each), both ways.
             check = (f"SELECT ARRAY(SELECT m.id FROM ({sql}) m WHERE m.id = ANY(%s::bigint[]))", params)
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT ARRAY(SELECT m.id FROM ({sql}) m LIMIT %s)", [*params, MASKED_MAX + 1]
-                )
-                few = cursor.fetchone()[0]
-            if len(few) <= MASKED_MAX:
-                snapshots, check = memory.narrowed(snapshots, np.array(few, dtype=np.int64)), None
-        screened = sum(len(s.items) for s in snapshots) >= settings.CONTEXTFORGE_MATRIX_SCREEN_MIN_ROWS
-        for chunk, rest in memory.nearest(snapshots, query_vector, screened=screened):
+        for chunk, rest in memory.nearest(self.snapshots, query_vector):
             if check is None:
                 yield chunk, rest
                 continue

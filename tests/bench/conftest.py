@@ -7,9 +7,3 @@ import pytest
 def _model_loaded_once():
     """Overrides tests/conftest.py's: these tests never load the model."""
     yield
-
-
-@pytest.fixture(autouse=True)
-def _copies_screened_by_their_int8_copy():
-    """Overrides tests/conftest.py's: these tests never search."""
-    yield

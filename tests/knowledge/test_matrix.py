@@ -169,14 +169,14 @@ def four_projects(cast):
         accounts.project_create(name=f"Team {n}", slug=f"team-{n}", owner=cast.owner) for n in (3, 4)
     ]
     for n, project in enumerate(projects):
-        fill(project, 150, seed=n)
+        fill(project, 190, seed=n)  # 190 passages: a third of a megabyte of copy
     return projects
 
 
 def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be_exceeded(
     four_projects, in_memory
 ):
-    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1  # three copies of 150 passages fit, four do not
+    in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1  # three copies of 190 passages fit, four do not
     a, b, c, d = four_projects
     for project in (a, b, c, a):
         assert search(projects=[project], query=QUERY).strategy == "matrix"
@@ -198,8 +198,8 @@ def test_the_least_recently_searched_project_is_evicted_when_the_budget_would_be
 def test_projects_larger_than_the_budget_are_scanned_by_postgresql_and_say_so(four_projects, in_memory):
     in_memory.CONTEXTFORGE_MATRIX_MEMORY_MB = 1
     a, b, c, d = four_projects
-    fill(a, 450, seed=7)  # 600 passages: more than a megabyte of copy
-    fill(d, 150, seed=8)  # 300 passages: b, c and d together need more than a megabyte too
+    fill(a, 450, seed=7)  # 640 passages: more than a megabyte of copy
+    fill(d, 150, seed=8)  # 340 passages: b, c and d together need more than a megabyte too
     assert search(projects=[b], query=QUERY).strategy == "matrix"
 
     over = search(projects=[a], query=QUERY, limit=10)
@@ -275,7 +275,7 @@ def test_a_copy_stays_exact_through_appends_rewrites_deletes_and_compaction(cast
 @pytest.mark.parametrize(
     ("text", "many"),
     [("billing/api.go", False), ("-billing/api.go", True)],
-    ids=["few matches: the copy ranks them alone", "many: each chunk checked in PostgreSQL"],
+    ids=["few matches, deep in the copy", "many matches"],
 )
 def test_a_filtered_search_of_a_large_copy_equals_brute_force_and_postgresql(cast, in_memory, text, many):
     project, now = cast.project, timezone.now()
