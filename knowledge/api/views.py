@@ -281,9 +281,13 @@ class SearchApi(APIView):
             limit=data["limit"],
             min_score=data.get("min_score"),
         )
+        key, hits, budget = s.budgeted_hits(
+            found.result.hits, detail=data["detail"], budget_tokens=data.get("budget_tokens")
+        )
         body = {
-            "results": s.hits_data(found.result.hits),
+            key: hits,
             "understood": found.understood.as_dict(),
+            "budget": budget,
             "took_ms": round(found.result.took_ms, 2),
         }
         return Response(body)
