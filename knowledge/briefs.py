@@ -47,7 +47,7 @@ def flat(text: str) -> str:
 
 def badges(hit: Any) -> list[str]:
     """What the dashboard shows beside a hit, by name: a wish, a live file, a possibly stale text, a
-    deleted file."""
+    deleted file, an expired validity date, an agent's text nobody has reviewed yet."""
     marks = []
     if hit.item.is_proposal:
         marks.append("wish")
@@ -57,6 +57,10 @@ def badges(hit: Any) -> list[str]:
         marks.append("may_be_stale")
     if hit.deleted_references:
         marks.append("file_deleted")
+    if hit.item.expired:
+        marks.append("expired")
+    if hit.item.unreviewed:
+        marks.append("unreviewed")
     return marks
 
 

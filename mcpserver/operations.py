@@ -18,6 +18,10 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
+from accounts.selectors import PROJECT_UNKNOWN
+from context.api.serializers import context_data
+from context.selectors import context_for
+from contextforge.api import ApplicationError
 from contextforge.api.params import parse_since
 from contextforge.history import reads_only
 from gitsync import selectors as git_selectors
@@ -27,9 +31,10 @@ from knowledge.api.serializers import (
     ItemOutputSerializer,
     TrashedItemOutputSerializer,
     VersionOutputSerializer,
-    hits_data,
+    budgeted_hits,
     review_queue_data,
 )
+from knowledge.briefs import BRIEF
 from knowledge.importers import markdown
 from knowledge.importers.exports import check_export_format, export
 from knowledge.models import IN, OUT, KnowledgeItem
@@ -42,6 +47,7 @@ from knowledge.ranking.signals import (
     SCORE_CAP,
 )
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, near_duplicates
+from knowledge.targets import path_error
 from knowledge.text import PROPOSAL_MARKERS
 from mcpserver.access import (
     Caller,
@@ -125,6 +131,8 @@ def memory_query(
     text: str | None = None,
     min_score: float | None = None,
     space: str | None = None,
+    detail: str = BRIEF,
+    budget_tokens: int | None = None,
 ) -> Outcome:
     found = selectors.search_for(
         readable=readable_projects(caller),
@@ -135,18 +143,55 @@ def memory_query(
         limit=limit,
         min_score=min_score,
     )
-    # The REST API's hits, ranked; MCP has called the signals the breakdown since its first release.
-    hits = [
-        {"rank": rank, "breakdown": hit.pop("signals"), **hit}
-        for rank, hit in enumerate(hits_data(found.result.hits, found.links), start=1)
-    ]
+    _key, shown, budget = budgeted_hits(
+        found.result.hits, found.links, detail=detail, budget_tokens=budget_tokens
+    )
+    if detail == BRIEF:
+        hits = [{"rank": rank, **hit} for rank, hit in enumerate(shown, start=1)]
+    else:
+        # The REST API's hits, ranked; MCP has called the signals the breakdown since its first release.
+        hits = [
+            {"rank": rank, "breakdown": hit.pop("signals"), **hit} for rank, hit in enumerate(shown, start=1)
+        ]
     data = {
         "query": query,
         "understood": found.understood.as_dict(),
+        "detail": detail,
         "hits": hits,
+        "budget": budget,
         "took_ms": round(found.result.took_ms, 2),
     }
-    return Outcome(data=data, text=_query_text(query, hits))
+    if detail == BRIEF:
+        return Outcome(data=data, text=_brief_query_text(query, hits, budget))
+    return Outcome(data=data, text=_query_text(query, hits) + _budget_note(budget, "hit"))
+
+
+def _budget_note(budget: dict, noun: str) -> str:
+    if budget["tokens"] is None:
+        return ""
+    note = f"\nBudget {budget['tokens']} tokens of titles and texts: {budget['used']} used"
+    if budget["omitted"]:
+        note += f", {budget['omitted']} more {noun}(s) left out"
+    if budget["cut"]:
+        note += f"; the best {noun} was cut to fit"
+    return note + "."
+
+
+def _brief_line(rank: int | None, hit: dict) -> str:
+    marks = f" [{', '.join(hit['badges'])}]" if hit["badges"] else ""
+    head = f"{rank}. " if rank is not None else "- "
+    return f"{head}#{hit['id']} {hit['title']} ({hit['score']:.2f}){marks}"
+
+
+def _brief_query_text(query: str, hits: list[dict], budget: dict) -> str:
+    if not hits:
+        return f"No memory matches {query!r}."
+    lines = [f"{len(hits)} hit(s) for {query!r}, best first; memory_get(id) reads one in full:"]
+    for hit in hits:
+        lines.append(_brief_line(hit["rank"], hit))
+        if hit["text"]:
+            lines.append(f"   {hit['text']}")
+    return "\n".join(lines) + _budget_note(budget, "hit")
 
 
 def _query_text(query: str, hits: list[dict]) -> str:
@@ -173,6 +218,72 @@ def _query_text(query: str, hits: list[dict]) -> str:
             lines.append(f"   keywords matched: {', '.join(matched) or 'none shown'}")
         lines.append(f"   {_snippet(item['content'])}")
     return "\n".join(lines)
+
+
+# ----- memory_context ---------------------------------------------------------------------------
+
+
+@reads_only
+def memory_context(
+    caller: Caller,
+    *,
+    paths: list[str],
+    query: str | None = None,
+    branch: str | None = None,
+    budget_tokens: int | None = None,
+    limit: int = 10,
+    detail: str = BRIEF,
+    project: str | None = None,
+) -> Outcome:
+    for path in paths:
+        if error := path_error(path):
+            raise ApplicationError(error, field="paths")
+    readable = list(readable_projects(caller))
+    projects = None
+    if project:
+        projects = [p for p in readable if p.slug == project]
+        if not projects:
+            raise ApplicationError(PROJECT_UNKNOWN.format(slug=project, scope="read"), field="project")
+    context = context_for(
+        readable=readable,
+        projects=projects,
+        paths=paths,
+        query=query or None,
+        branch=branch or None,
+        limit=limit,
+    )
+    data = context_data(context, detail=detail, budget_tokens=budget_tokens)
+    return Outcome(data=data, text=_context_text(data))
+
+
+def _context_text(data: dict) -> str:
+    paths = ", ".join(data["paths"])
+    lines = [
+        f"Context of {paths} (ranked against {data['ranked_against']!r}); memory_get(id) reads an item in full."
+    ]
+    if not (data["items"] or data["tasks"] or data["commits"]):
+        lines.append("No item, open task or recent commit names these paths.")
+    if data["items"]:
+        lines.append("Items:")
+    for rank, item in enumerate(data["items"], start=1):
+        lines.append(_brief_line(rank, item) + f" — {'; '.join(item['reasons'])}")
+        if item["text"]:
+            lines.append(f"   {item['text']}")
+    if data["tasks"]:
+        lines.append("Open tasks:")
+    for task in data["tasks"]:
+        lines.append(
+            f"- {task['short_id']} (id {task['id']}) {task['title']} — {task['status']}, {task['priority']}; "
+            + "; ".join(task["reasons"])
+        )
+    if data["commits"]:
+        lines.append(f"Commits since {data['since'][:10]}:")
+    for commit in data["commits"]:
+        files = ", ".join(f"{f['change_type']} {f['path']}" for f in commit["files"])
+        lines.append(
+            f"- {commit['sha'][:7]} {commit['committed_at'][:10]} {commit['author']}: {commit['summary']} ({files})"
+        )
+    return "\n".join(lines) + _budget_note(data["budget"], "entry")
 
 
 # ----- memory_get / ingest / update / delete ----------------------------------------------------
@@ -551,6 +662,18 @@ def task_list(
         return Outcome(data=data, text=f"No tasks{where}.")
     shown = f"{len(rows)} of {total}" if total > len(rows) else str(total)
     lines = [f"{shown} task(s){where}, newest first:"] + [f"- {_task_line(row)}" for row in rows]
+    return Outcome(data=data, text="\n".join(lines))
+
+
+@reads_only
+def task_read(caller: Caller, *, key: str) -> Outcome:
+    """One task in full by its short id (CF-12) or its id: the contextforge://tasks/{key} resource."""
+    task = task_selectors.task_by_key(projects=readable_projects(caller), key=key)
+    data = task_data(task)
+    lines = [
+        _task_text(data, head="Task", full=True),
+        f"created {data['created_at']}, updated {data['updated_at']}",
+    ]
     return Outcome(data=data, text="\n".join(lines))
 
 

@@ -6,6 +6,7 @@ function that, inside the ORM thread, turns the tool call's context into an auth
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from datetime import date
@@ -16,14 +17,14 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import close_old_connections
 from django.http import Http404
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from rest_framework import exceptions as drf_exceptions
 
 from accounts.access import PROJECT_REQUIRED
+from context.selectors import ITEMS_LIMIT_MAX
 from contextforge.api import ApplicationError
 from contextforge.history import MCP, history_context, writes
 from knowledge import embeddings
@@ -31,27 +32,24 @@ from knowledge.api.serializers import (
     ACTION_HELP,
     CHANNEL_HELP,
     KEYWORD_TEXT_HELP,
-    LIVE_REFERENCES_HELP,
-    UNRESOLVED_REFERENCES_HELP,
 )
+from knowledge.briefs import BRIEF, BRIEF_TEXT_TOKENS, DETAILS, MAX_BUDGET, MIN_BUDGET
 from knowledge.importers import FORMATS
 from knowledge.importers.exports import EXPORT_FORMATS
 from knowledge.models import TEST_TAG, RelationKind
 from knowledge.ranking.signals import GIT_WEIGHT, GIT_WINDOW_DAYS, PROPOSAL_PENALTY, RECENCY_WEIGHT
 from knowledge.selectors import NEAR_DUPLICATE_COSINE, SEARCH_UNAVAILABLE
 from knowledge.spaces import SPACE_MAX_LENGTH
+from knowledge.targets import MAX_PATH_LENGTH, MAX_PATHS
 from mcpserver import operations
 from mcpserver.access import Caller
+from mcpserver.listing import HELP, LeanServer
 from mcpserver.operations import (
     ACTIVITY_COMMITS,
     ACTIVITY_FILES,
     ACTIVITY_FILES_PER_COMMIT,
-    FORMULA,
-    GIT_RULE,
     MARKERS,
     MARKERS_SHORT,
-    PROPOSAL_RULE,
-    RECENCY_RULE,
 )
 from tasks.models import Priority, Status
 
@@ -65,16 +63,18 @@ MCP_IMPORT_MAX_CHARS = 1_000_000
 SERVER_NAME = "contextforge"
 INSTRUCTIONS = (
     "ContextForge is this team's shared memory: decisions, conventions, how things work, gotchas. "
-    "Call memory_query before answering questions about this codebase or repeating past work; "
+    "Call memory_context with the paths you are about to change, and memory_query before answering "
+    "questions about this codebase or repeating past work (brief hits; memory_get reads one in full); "
     "save durable facts with memory_ingest, and when it warns of a near-duplicate, update that "
     "item (memory_update) instead of keeping a copy. Wishes and TODOs belong in tasks, not memory: "
     f"record work with task_create, and move a {MARKERS_SHORT} item you find in memory with wish_to_task. "
-    "Ask task_next what to work on, mark it in_progress and later done with task_update. Call "
-    "repo_activity to see which files and commits changed recently in the project's repositories."
+    "Ask task_next what to work on, mark it in_progress and later done with task_update. Tools not "
+    "listed (task_create, repo_activity, history, trash, import, export …) run through contextforge_tool."
 )
 NOT_FOUND = "No memory item #{id} in the projects this key may read."
 ITEM_NOT_FOUND = "No memory item #{item_id} in the projects this key may read."
 TASK_NOT_FOUND = "No task #{id} in the projects this key may read."
+TASK_KEY_NOT_FOUND = "No task {key} in the projects this key may read."
 VERSION_NOT_FOUND = "No version {version} of a memory item #{id} in the projects this key may read."
 TRASH_NOT_FOUND = "No memory item #{id} in the trash of the projects this key may read."
 PROJECT_HINT = " Start the server with --project SLUG (stdio) or add ?project=SLUG to the /mcp URL (HTTP)."
@@ -111,24 +111,6 @@ class Item(BaseModel):
     verified_by: str | None = Field(default=None, description="Who last confirmed it still true.")
 
 
-class Breakdown(BaseModel):
-    cosine: float = Field(description="Semantic similarity of the query and the item.")
-    recency: float = Field(description=RECENCY_RULE.capitalize() + ".")
-    git: float = Field(description=GIT_RULE.capitalize() + ".")
-    proposal_penalty: float = Field(description=PROPOSAL_RULE.capitalize() + ".")
-
-
-class Span(BaseModel):
-    start: int
-    end: int
-    text: str
-
-
-class Highlights(BaseModel):
-    title: list[Span]
-    content: list[Span]
-
-
 class RelatedItem(BaseModel):
     id: int
     title: str
@@ -140,39 +122,6 @@ class Relation(BaseModel):
     direction: str = Field(description="out: this item is the source; in: the target.")
     label: str
     item: RelatedItem
-
-
-class Hit(BaseModel):
-    rank: int
-    score: float = Field(description=FORMULA)
-    breakdown: Breakdown
-    live_references: list[str] = Field(description=LIVE_REFERENCES_HELP)
-    unresolved_references: list[str] = Field(description=UNRESOLVED_REFERENCES_HELP)
-    highlights: Highlights | None = Field(
-        description="What the keyword filter matched in the title and content; null without one."
-    )
-    passage: Span | None = Field(
-        default=None,
-        description="The passage of the item that matched the query best: its offsets in the content.",
-    )
-    item: Item
-    relations: list[Relation] = []
-    superseded_by: RelatedItem | None = Field(default=None, description="The newer item replacing this one.")
-
-
-class Understood(BaseModel):
-    query: str = Field(description="The semantic query.")
-    text: str = Field(description="The keyword filter read from the query (quoted phrases, identifiers).")
-    tags: list[str]
-    paths: list[str]
-    project: str | None
-
-
-class QueryResult(BaseModel):
-    query: str
-    understood: Understood
-    hits: list[Hit]
-    took_ms: float
 
 
 class NearDuplicate(BaseModel):
@@ -485,6 +434,23 @@ Tags = Annotated[
 ]
 
 
+Detail = Annotated[
+    Literal[tuple(DETAILS)],
+    Field(
+        description=f"brief: title, best passage cut to ~{BRIEF_TEXT_TOKENS} tokens, score, badges "
+        "(memory_get(id) reads one in full); full: whole items with the score breakdown."
+    ),
+]
+Budget = Annotated[
+    int | None,
+    Field(
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="Max tokens of titles and texts, best first; below one hit, the best one cut to fit.",
+    ),
+]
+
+
 # ----- running an operation ---------------------------------------------------------------------
 
 
@@ -555,8 +521,58 @@ DESTRUCTIVE = ToolAnnotations(
 )
 
 
-def build_server(*, caller_for: CallerFor) -> MCPServer:
-    server = MCPServer(SERVER_NAME, title="ContextForge team memory", instructions=INSTRUCTIONS)
+# The gateway runs reads, writes and deletes alike: a client should ask before it runs.
+GATEWAY_ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+def build_server(*, caller_for: CallerFor) -> LeanServer:
+    server = LeanServer(SERVER_NAME, title="ContextForge team memory", instructions=INSTRUCTIONS)
+
+    @server.tool(
+        title="Context of the files you work on",
+        annotations=READ_ONLY,
+        description=(
+            "What the team knows about the files you are about to read or change: the memory items that "
+            "name them or files in their folders (ranked against your query, else the paths' words), the "
+            "open tasks that name them, and the commits of the last "
+            f"{GIT_WINDOW_DAYS} days that changed them; each entry says why it is there. Call it when you "
+            "start on a file or a change, before reading the code."
+        ),
+    )
+    async def memory_context(
+        paths: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_LENGTH)]],
+            Field(
+                min_length=1,
+                max_length=MAX_PATHS,
+                description="Repository-relative files, or folders ending in /.",
+            ),
+        ],
+        ctx: Context,
+        query: Annotated[
+            str | None,
+            Field(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, description="What you are doing."),
+        ] = None,
+        branch: Annotated[
+            str | None, Field(max_length=255, description="Only commits of repositories syncing it.")
+        ] = None,
+        budget_tokens: Budget = None,
+        limit: Annotated[int, Field(ge=1, le=ITEMS_LIMIT_MAX, description="Items at most.")] = 10,
+        detail: Detail = BRIEF,
+        project: Annotated[str | None, Field(max_length=100, description="One project's slug.")] = None,
+    ) -> CallToolResult:
+        return await _run(
+            caller_for,
+            ctx,
+            operations.memory_context,
+            paths=paths,
+            query=query,
+            branch=branch,
+            budget_tokens=budget_tokens,
+            limit=limit,
+            detail=detail,
+            project=project,
+        )
 
     @server.tool(
         title="Search team memory",
@@ -598,13 +614,12 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             Field(max_length=settings.CONTEXTFORGE_MAX_QUERY_LENGTH, description=KEYWORD_TEXT_HELP),
         ] = None,
         min_score: Annotated[
-            float | None,
-            Field(
-                ge=0.0, le=1.0, description="Leave out hits scoring below this (0-1); default: none left out."
-            ),
+            float | None, Field(ge=0.0, le=1.0, description="Leave out hits scoring below this.")
         ] = None,
         space: Space = None,
-    ) -> Annotated[CallToolResult, QueryResult]:
+        detail: Detail = BRIEF,
+        budget_tokens: Budget = None,
+    ) -> CallToolResult:
         return await _run(
             caller_for,
             ctx,
@@ -615,6 +630,8 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
             text=text,
             min_score=min_score,
             space=space,
+            detail=detail,
+            budget_tokens=budget_tokens,
         )
 
     @server.tool(
@@ -1052,4 +1069,112 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     ) -> Annotated[CallToolResult, RecentResult]:
         return await _run(caller_for, ctx, operations.memory_recent, since=since, limit=limit)
 
+    @server.tool(title="Run another ContextForge tool", annotations=GATEWAY_ANNOTATIONS)
+    async def contextforge_tool(
+        tool: Annotated[str, Field(max_length=100, description="A tool named in this description.")],
+        ctx: Context,
+        arguments: Annotated[
+            dict[str, Any] | None, Field(description="The tool's arguments; leave out to read its schema.")
+        ] = None,
+    ) -> CallToolResult:
+        hidden = server.hidden_tools()
+        if tool == HELP:
+            index = server.index()
+            return CallToolResult(
+                content=[TextContent(type="text", text=index)], structured_content={"tools": hidden}
+            )
+        if tool not in hidden:
+            raise ToolError(f"No tool {tool!r} behind contextforge_tool; one of: {', '.join(hidden)}.")
+        if arguments is None:
+            described = server.described(tool)
+            text = (
+                f"{tool}: {described['description']}\nInput schema: {json.dumps(described['input_schema'])}"
+                f"\nExample: contextforge_tool(tool={tool!r}, arguments={json.dumps(described['example'])})"
+            )
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=described)
+        try:
+            result = await server.call_tool(tool, arguments, ctx)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{exc} (contextforge_tool(tool={tool!r}) shows its input schema)") from None
+            raise
+        assert isinstance(result, CallToolResult)
+        return result
+
+    _add_resources(server, caller_for)
+    _add_prompts(server)
     return server
+
+
+# ----- resources and prompts ------------------------------------------------------------------------
+
+
+async def _read(caller_for: CallerFor, ctx: Context, operation, not_found: str, **kwargs: Any) -> str:
+    try:
+        outcome = await sync_to_async(_run_sync, thread_sensitive=True)(caller_for, ctx, operation, kwargs)
+    except Http404:
+        raise ResourceNotFoundError(not_found.format(**kwargs)) from None
+    except Exception as exc:
+        message = _message(exc)
+        if message is None:
+            raise
+        raise ResourceError(message) from None
+    return outcome.text
+
+
+def _add_resources(server: LeanServer, caller_for: CallerFor) -> None:
+    @server.resource(
+        "contextforge://items/{id}",
+        name="memory-item",
+        title="A memory item",
+        description="One memory item in full: title, tags, files, timestamps, version and text.",
+        mime_type="text/markdown",
+    )
+    async def item_resource(id: str, ctx: Context) -> str:
+        if not (id.isascii() and id.isdigit()):
+            raise ResourceNotFoundError(NOT_FOUND.format(id=id))
+        return await _read(caller_for, ctx, operations.memory_get, NOT_FOUND, id=int(id))
+
+    @server.resource(
+        "contextforge://tasks/{key}",
+        name="task",
+        title="A task",
+        description="One task in full by its short id (CF-12) or its id: status, priority, assignee, text.",
+        mime_type="text/markdown",
+    )
+    async def task_resource(key: str, ctx: Context) -> str:
+        return await _read(caller_for, ctx, operations.task_read, TASK_KEY_NOT_FOUND, key=key)
+
+
+def _add_prompts(server: LeanServer) -> None:
+    @server.prompt(
+        title="Capture a decision",
+        description="Record a decision in the team's memory as one self-contained item, without copies.",
+    )
+    def capture_decision(decision: str, reasons: str = "", files: str = "") -> str:
+        return (
+            f"Record this decision in ContextForge, the team's memory.\nDecision: {decision}\n"
+            + (f"Why: {reasons}\n" if reasons else "")
+            + (f"Files it concerns: {files}\n" if files else "")
+            + "1. memory_query for items on the same topic. If one already states this decision, "
+            "memory_update it (and say what changed) instead of saving a copy.\n"
+            "2. Otherwise memory_ingest one item titled 'Decision: <what was decided>', whose content "
+            "gives the context, the decision, the alternatives set aside and the consequences, and names "
+            "the repository paths it concerns (items tied to files being changed rank higher).\n"
+            "3. Work still to be done is a task (contextforge_tool with tool task_create), not memory."
+        )
+
+    @server.prompt(
+        title="Start work on files",
+        description="Gather what the team knows about the files of a change before editing them.",
+    )
+    def start_on_files(paths: str, goal: str = "") -> str:
+        listed = [p for p in paths.replace(",", " ").split() if p]
+        return (
+            f"Before changing {', '.join(listed)}: call memory_context with paths={json.dumps(listed)}"
+            + (f" and query={json.dumps(goal)}" if goal else "")
+            + ". Read the items whose reasons name these files in full with memory_get when their brief "
+            "text is not enough, respect the decisions they record, and check the open tasks it lists "
+            "(task_update to in_progress the one you take). When you learn something durable about "
+            "these files, save it with memory_ingest, naming the files."
+        )

@@ -6,6 +6,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from gitsync import selectors as git_selectors
@@ -55,6 +56,21 @@ def open_tasks_bearing_on(*, projects, targets: Targets, limit: int = 10) -> lis
 def task_get(*, projects, pk: int) -> Task:
     """The task if the caller may see its project; 404 otherwise."""
     return get_object_or_404(tasks_for(projects=projects), pk=pk)
+
+
+def task_by_key(*, projects, key: str) -> Task:
+    """The task ``key`` names, its short id (CF-12, any case) or its id (12), if the caller may see its
+    project; 404 otherwise."""
+    key = key.strip()
+    if key.isascii() and key.isdigit():
+        return task_get(projects=projects, pk=int(key))
+    prefix, _dash, number = key.upper().rpartition("-")
+    if not (prefix and number.isascii() and number.isdigit()):
+        raise Http404
+    task = tasks_for(projects=projects).filter(project__task_prefix=prefix, number=int(number)).first()
+    if task is None:
+        raise Http404
+    return task
 
 
 def task_from_item(*, projects, item_pk: int) -> Task:

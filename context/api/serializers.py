@@ -120,7 +120,7 @@ class ContextCommitSerializer(serializers.Serializer):
     files = ContextFileSerializer(many=True, help_text="The commit's files among the paths asked about.")
 
 
-class BudgetSerializer(serializers.Serializer):
+class ContextBudgetSerializer(serializers.Serializer):
     tokens = serializers.IntegerField(allow_null=True, help_text="The budget asked for; null: none.")
     used = serializers.IntegerField(help_text="Tokens of the titles and texts answered.")
     omitted = serializers.IntegerField(help_text="Entries left out to stay within the budget.")
@@ -134,7 +134,7 @@ class ContextOutputSerializer(serializers.Serializer):
     items = ContextItemSerializer(many=True)
     tasks = ContextTaskSerializer(many=True)
     commits = ContextCommitSerializer(many=True)
-    budget = BudgetSerializer()
+    budget = ContextBudgetSerializer()
     took_ms = serializers.FloatField()
 
 

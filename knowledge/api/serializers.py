@@ -12,7 +12,9 @@ from rest_framework import serializers
 from contextforge.api.fields import NameField, StrictCharField, tags_field
 from contextforge.api.validation import InputSerializer
 from contextforge.history import CHANNELS
-from knowledge import selectors
+from knowledge import briefs, selectors
+from knowledge.briefs import BRIEF, DETAILS, FULL, MAX_BUDGET, MIN_BUDGET
+from knowledge.embeddings import count_tokens
 from knowledge.keywords import text_error
 from knowledge.models import IN, OUT, Action, ImportJob, KnowledgeItem, RelationKind, ReviewPair, Snapshot
 from knowledge.ranking import Hit
@@ -137,6 +139,16 @@ QUERY_HELP = (
 )
 
 
+DETAIL_HELP = (
+    "full (default): each hit with its item in full; brief: each hit's title, best passage cut to about "
+    "40 tokens, score and badges (the whole item is one GET /api/v1/items/{id}/ away)."
+)
+BUDGET_HELP = (
+    "At most this many tokens of titles and texts (the embedding model's tokenizer), best hits first; "
+    "when not even the best hit fits, it comes cut to the budget (budget.cut). Default: no budget."
+)
+
+
 class SearchFiltersSerializer(InputSerializer):
     tags = tags_field(required=False, default=list)
     text = StrictCharField(
@@ -163,6 +175,10 @@ class SearchInputSerializer(InputSerializer):
         min_value=0.0,
         max_value=1.0,
         help_text="Leave out hits whose final score is below this (0-1); by default nothing is left out.",
+    )
+    detail = serializers.ChoiceField(DETAILS, default=FULL, help_text=DETAIL_HELP)
+    budget_tokens = serializers.IntegerField(
+        required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, help_text=BUDGET_HELP
     )
 
 
@@ -335,10 +351,65 @@ def _spans_data(highlights: dict) -> dict | None:
     return {name: [_span_data(span) for span in spans] for name, spans in highlights.items()}
 
 
+class BriefHitSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField()
+    title = serializers.CharField()
+    text = serializers.CharField(help_text="The best passage, or the first lines, on one line and cut.")
+    score = serializers.FloatField()
+    badges = serializers.ListField(
+        child=serializers.CharField(), help_text="wish, live, may_be_stale, file_deleted."
+    )
+    cut = serializers.BooleanField(help_text="Cut to the budget.")
+
+
+class BudgetSerializer(serializers.Serializer):
+    tokens = serializers.IntegerField(allow_null=True, help_text="The budget asked for; null: none.")
+    used = serializers.IntegerField(help_text="Tokens of the titles and texts answered.")
+    omitted = serializers.IntegerField(help_text="Hits left out to stay within the budget.")
+    cut = serializers.BooleanField(help_text="The one hit answered was cut to the budget.")
+
+
 class SearchOutputSerializer(serializers.Serializer):
-    results = HitSerializer(many=True)
+    results = HitSerializer(many=True, required=False, help_text="detail full: the hits in full.")
+    hits = BriefHitSerializer(many=True, required=False, help_text="detail brief: brief hits.")
     understood = UnderstoodSerializer()
+    budget = BudgetSerializer()
     took_ms = serializers.FloatField()
+
+
+def brief_hits_data(hits: Sequence[Hit], links: Mapping[int, list] | None = None) -> list[dict]:
+    """Brief hits (knowledge.briefs), each not cut yet; a superseded one says by what."""
+    links = links or {}
+    briefed = []
+    for hit in hits:
+        brief = briefs.brief_hit(hit)
+        newer = _superseded_by(links.get(hit.item.pk, ()))
+        if newer is not None:
+            brief["superseded_by"] = newer
+        briefed.append(brief | {"cut": False})
+    return briefed
+
+
+def _full_cost(hit: dict) -> int:
+    return count_tokens(hit["item"]["title"]) + count_tokens(hit["item"]["content"])
+
+
+def _full_cut(hit: dict, budget: int) -> dict:
+    item = briefs.cut_entry({"title": hit["item"]["title"], "text": hit["item"]["content"]}, budget)
+    return hit | {"item": hit["item"] | {"title": item["title"], "content": item["text"]}, "cut": True}
+
+
+def budgeted_hits(
+    hits: Sequence[Hit], links: Mapping[int, list] | None = None, *, detail: str, budget_tokens: int | None
+) -> tuple[str, list[dict], dict]:
+    """The hits as ``detail`` asks (``results`` in full, or brief ``hits``), best first, within
+    ``budget_tokens``: the key they go under, the hits, and the budget's account."""
+    budget = briefs.Budget(budget_tokens)
+    if detail == BRIEF:
+        return "hits", budget.fit(brief_hits_data(hits, links)), budget.as_dict()
+    full = budget.fit(hits_data(hits, links), cost=_full_cost, cut_first=_full_cut)
+    return "results", full, budget.as_dict()
 
 
 class ImportErrorSerializer(serializers.Serializer):

@@ -363,9 +363,13 @@ class SearchApi(APIView):
             limit=data["limit"],
             min_score=data.get("min_score"),
         )
+        key, hits, budget = s.budgeted_hits(
+            found.result.hits, found.links, detail=data["detail"], budget_tokens=data.get("budget_tokens")
+        )
         body = {
-            "results": s.hits_data(found.result.hits, found.links),
+            key: hits,
             "understood": found.understood.as_dict(),
+            "budget": budget,
             "took_ms": round(found.result.took_ms, 2),
         }
         return Response(body)
