@@ -218,6 +218,18 @@ def test_a_provider_that_cannot_be_reached_is_said_so(sso, live_server, page, se
     assert "Acme ID could not be reached." in page.inner_text("#sso-refused")
 
 
+def test_a_discovery_document_naming_another_issuer_is_refused(sso, live_server, page, settings):
+    # Configured with a trailing slash, the provider's document (same address) names the issuer without:
+    # to OpenID Connect those are two issuers, and the sign-in stops before the browser leaves.
+    settings.CONTEXTFORGE_OIDC_ISSUER = f"{sso.issuer}/"
+    page.goto(f"{live_server.url}/accounts/login/")
+    with page.expect_response(lambda r: "/accounts/oidc/authenticate/" in r.url) as start:
+        page.click("#sso-sign-in")
+    assert start.value.status == 403
+    assert page.get_attribute("#sso-refused", "data-reason") == "issuer"
+    assert not User.objects.exists()
+
+
 def test_groups_give_roles_in_the_projects_they_name(sso, cast, live_server, page, settings):
     settings.CONTEXTFORGE_OIDC_GROUP_ROLES = "contextforge-"
     sso.account.groups = [
