@@ -3,11 +3,13 @@ to, not resolved again), bounded in time, and never following a redirect."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,6 +24,9 @@ DELIVERY_HEADER = "X-ContextForge-Delivery"
 MAX_RESPONSE_BYTES = 64 * 1024
 # Worth trying again: the receiver may be back later. A redirect or another 4xx will not change by itself.
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# Each read must come within the timeout, and the whole answer within this many times it: a receiver
+# that drips a byte at a time is cut off too.
+ANSWER_LIMIT_FACTOR = 3
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -75,6 +80,19 @@ def post(
         connection = _connect(scheme, host, port, [str(a) for a in addresses], timeout)
     except (OSError, _Refused) as exc:
         return outcome(False, True, None, f"could not connect: {_reason(exc)}")
+    limit = timeout * ANSWER_LIMIT_FACTOR
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        with contextlib.suppress(OSError):
+            if connection.sock is not None:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(limit, cut)
+    watchdog.daemon = True
+    watchdog.start()
+    too_slow = f"too slow: no complete answer within {limit:g} s"
     try:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection.request("POST", path, body=body, headers={"User-Agent": USER_AGENT, **headers})
@@ -82,9 +100,12 @@ def post(
         response.read(MAX_RESPONSE_BYTES)
         code = response.status
     except (OSError, http.client.HTTPException) as exc:
-        return outcome(False, True, None, _reason(exc))
+        return outcome(False, True, None, too_slow if expired.is_set() else _reason(exc))
     finally:
+        watchdog.cancel()
         connection.close()
+    if expired.is_set():
+        return outcome(False, True, code, too_slow)
     if 200 <= code < 300:
         return outcome(True, False, code, "")
     if 300 <= code < 400:

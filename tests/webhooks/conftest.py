@@ -37,7 +37,7 @@ class Received:
 @dataclass
 class Receiver:
     """What the server answers, in order (the last answer repeats): a status code, "hang" (wait until
-    ``release`` is set) or ("redirect", url)."""
+    ``release`` is set), "drip" (a byte at a time, never done) or ("redirect", url)."""
 
     url: str
     answers: list = field(default_factory=lambda: [200])
@@ -63,6 +63,16 @@ def start_receiver() -> tuple[ThreadingHTTPServer, Receiver]:
             if answer == "hang":
                 receiver.release.wait(30)
                 answer = 200
+            if answer == "drip":  # a byte every 0.3 s: each read in time, the answer never done
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"z" * 100:
+                    if receiver.release.wait(0.3):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return
+                return
             if isinstance(answer, tuple):
                 self.send_response(302)
                 self.send_header("Location", answer[1])

@@ -103,6 +103,18 @@ def test_a_hanging_receiver_is_given_up_on_past_the_timeout_and_the_timeout_is_r
     assert attempt.duration_ms >= 900  # it did wait for the receiver, as long as the timeout
 
 
+def test_a_receiver_that_drips_its_answer_a_byte_at_a_time_is_cut_off(
+    cast, owner_api, receiver, eager, settings
+):
+    settings.CONTEXTFORGE_WEBHOOKS_MAX_ATTEMPTS = 1
+    receiver.answers = ["drip"]  # each byte well within the 1 s timeout, the whole far beyond 3 s
+    register(owner_api, receiver.url)
+    with eager():
+        knowledge_services.item_create(project=cast.project, title="Drip", content="x")
+    (attempt,) = Delivery.objects.get().attempts.all()
+    assert not attempt.succeeded and attempt.error.startswith("too slow"), attempt.error
+
+
 def test_a_redirect_is_not_followed(cast, owner_api, receivers, eager):
     first, elsewhere = receivers(), receivers()
     first.answers = [("redirect", elsewhere.url)]
