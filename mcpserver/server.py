@@ -131,6 +131,10 @@ class Relation(BaseModel):
     item: RelatedItem
 
 
+class Unrelated(BaseModel):
+    removed: int = Field(description="The id of the relation removed.")
+
+
 class Hit(BaseModel):
     rank: int
     score: float = Field(description=FORMULA)
@@ -587,7 +591,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     )
     async def memory_unrelate(
         id: ItemId, target: ItemId, kind: RelationKindName, ctx: Context
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, Unrelated]:
         return await _run(caller_for, ctx, operations.memory_unrelate, id=id, target=target, kind=kind)
 
     @server.tool(
