@@ -124,6 +124,10 @@ class Relation(BaseModel):
     item: RelatedItem
 
 
+class Unrelated(BaseModel):
+    removed: int = Field(description="The id of the relation removed.")
+
+
 class NearDuplicate(BaseModel):
     id: int
     title: str
@@ -739,7 +743,7 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
     )
     async def memory_unrelate(
         id: ItemId, target: ItemId, kind: RelationKindName, ctx: Context
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, Unrelated]:
         return await _run(caller_for, ctx, operations.memory_unrelate, id=id, target=target, kind=kind)
 
     @server.tool(
