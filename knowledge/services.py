@@ -688,6 +688,7 @@ def supersede(
     actor=None,
     trash_old: bool = False,
     tags: list[str] | None = None,
+    by_agent: bool = False,
 ) -> KnowledgeItem:
     """Replace ``item`` with a new version in one step: create the new item (with the old one's tags
     unless ``tags`` are given), link it ``supersedes`` the old one, and move the old one to the trash
@@ -700,6 +701,7 @@ def supersede(
             content=content,
             tags=list(item.tags) if tags is None else tags,
             created_by=actor,
+            by_agent=by_agent,  # an agent's new version waits for review, as any item it writes
         )
         relate(source=new, target=item, kind=RelationKind.SUPERSEDES, actor=actor)
         if trash_old:

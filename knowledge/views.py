@@ -786,7 +786,7 @@ def review_approve(request):
     ids = _chosen_items(request)
     approved = services.items_approve(item_ids=ids, projects=_writable_projects_of(request, ids))
     if len(ids) == 1 and not approved:  # approved by someone else meanwhile
-        return _review_page(request, status=409, error=services.ALREADY_REVIEWED)
+        return _review_page(request, status=409, error=str(services.ALREADY_REVIEWED))
     messages.success(
         request,
         ngettext("Approved %(n)s item.", "Approved %(n)s items.", len(approved)) % {"n": len(approved)},

@@ -510,7 +510,9 @@ def memory_supersede(caller: Caller, *, id: int, title: str, content: str, trash
     require_scope(caller, "write")
     old = selectors.item_get(projects=readable_projects(caller), pk=id)
     ensure_may_write(caller, old.project)
-    new = services.supersede(item=old, title=title, content=content, actor=caller.user, trash_old=trash_old)
+    new = services.supersede(
+        item=old, title=title, content=content, actor=caller.user, trash_old=trash_old, by_agent=True
+    )
     data = versioned_item_data(new)
     fate = "moved to the trash" if trash_old else "kept as history, marked superseded"
     return Outcome(data=data, text=f"{_item_text(data, verb='Saved')}\nIt supersedes #{old.pk} ({fate}).")

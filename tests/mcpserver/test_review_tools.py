@@ -63,3 +63,17 @@ def test_valid_until_over_mcp_and_the_review_queue_lists_what_the_inbox_lists(ca
     )
     assert KnowledgeItem.objects.get(pk=pk).valid_until == date(2040, 1, 1)
     assert run(caller, operations.memory_review_queue, limit=10).data["counts"]["expired"] == 0
+
+
+def test_a_new_version_written_through_mcp_waits_for_review(cast):
+    old = make_item(cast.project, "Deploys", "Deploys go through Jenkins.")
+    new = run(
+        caller_for(cast.member),
+        operations.memory_supersede,
+        id=old.pk,
+        title="Deploys",
+        content="Deploys go through GitHub Actions.",
+        trash_old=False,
+    )
+    assert new.data["unreviewed"] is True
+    assert KnowledgeItem.objects.get(pk=old.pk).unreviewed is False
