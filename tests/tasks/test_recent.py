@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.services import api_key_create
+from contextforge.api.params import EARLIEST, parse_since
 from gitsync import services as git_services
 from knowledge import services
 from mcpserver import operations
@@ -114,12 +115,22 @@ def test_recent_takes_an_age_and_a_limit_and_counts_what_it_leaves_out(cast, own
     assert (later["items_total"], later["tasks_total"], later["commits_total"]) == (0, 0, 0)
 
 
+@pytest.mark.django_db(transaction=False)
+def test_a_since_before_anything_means_everything_rather_than_a_fault():
+    now = timezone.now()
+    assert parse_since("999999w", now=now) == parse_since("0001-01-01T00:00+01:00", now=now) == EARLIEST
+    assert parse_since("2026-12-01", now=now).isoformat() == "2026-12-01T00:00:00+00:00"
+    assert (now - parse_since("90m", now=now)).total_seconds() == 5400
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
         ({"since": "yesterday"}, "since"),
         ({"since": "2026-13-01"}, "since"),
         ({"since": "3y"}, "since"),
+        ({"since": "2026-02-30"}, "since"),
+        ({"since": "1d\n"}, "since"),
         ({"limit": "0"}, "limit"),
         ({"limit": "many"}, "limit"),
     ],
