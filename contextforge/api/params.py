@@ -45,9 +45,7 @@ SINCE_INVALID = _(
     "90m, 12h, 3d or 2w."
 )
 # What a ``since`` may be, as the API's schema says it: an age, or an ISO 8601 date or date-time.
-SINCE_PATTERN = (
-    r"^(\d{1,6}[mhdw]|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?)$"
-)
+SINCE_PATTERN = r"^(\d{1,6}[mhdw]|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?)$"
 AGE = re.compile(r"(\d{1,6})([mhdw])")
 AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 # Anything earlier means "everything": what PostgreSQL and Python both hold.

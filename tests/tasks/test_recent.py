@@ -68,7 +68,7 @@ def changes(cast, tmp_path, settings, data_dir):
     }
 
 
-def test_recent_lists_each_kind_of_change_since_the_time_and_nothing_before_or_elsewhere(
+def test_recent_and_memory_recent_list_each_kind_of_change_since_the_time_and_nothing_before_or_elsewhere(
     cast, owner_api, changes
 ):
     response = owner_api.get("/api/v1/recent/", {"since": changes["since"].isoformat()})
@@ -94,12 +94,10 @@ def test_recent_lists_each_kind_of_change_since_the_time_and_nothing_before_or_e
     ]
     assert body["commits_total"] == 1
 
-
-def test_memory_recent_answers_the_same_digest_and_a_few_lines_to_read(cast, owner_api, changes):
+    # MCP's memory_recent answers the same digest, and a few lines to read.
     key = api_key_create(owner=cast.owner, name="agent", scopes=["read"], project=cast.project).key
     outcome = operations.memory_recent(Caller(key=key), since=changes["since"].isoformat())
-    rest = owner_api.get("/api/v1/recent/", {"since": changes["since"].isoformat()}).json()
-    assert outcome.data == rest
+    assert outcome.data == body
     assert f"#{changes['fresh'].pk} Fresh fact [acme] created" in outcome.text
     assert "[acme in archive/2026] moved" in outcome.text
     assert f"{changes['old_task'].short_id} Rotate keys — changed, now in_progress" in outcome.text
@@ -135,6 +133,7 @@ def test_a_since_before_anything_means_everything_rather_than_a_fault():
         ({"limit": "many"}, "limit"),
     ],
 )
+@pytest.mark.django_db(transaction=False)
 def test_a_bad_since_or_limit_is_a_400_naming_the_field(cast, owner_api, params, field):
     response = owner_api.get("/api/v1/recent/", params)
     assert response.status_code == 400 and set(response.json()) == {field}, response.content
