@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.services import api_key_create
+from contextforge.api.params import EARLIEST, parse_since
 from gitsync import services as git_services
 from knowledge import services
 from mcpserver import operations
@@ -67,7 +68,7 @@ def changes(cast, tmp_path, settings, data_dir):
     }
 
 
-def test_recent_lists_each_kind_of_change_since_the_time_and_nothing_before_or_elsewhere(
+def test_recent_and_memory_recent_list_each_kind_of_change_since_the_time_and_nothing_before_or_elsewhere(
     cast, owner_api, changes
 ):
     response = owner_api.get("/api/v1/recent/", {"since": changes["since"].isoformat()})
@@ -93,12 +94,10 @@ def test_recent_lists_each_kind_of_change_since_the_time_and_nothing_before_or_e
     ]
     assert body["commits_total"] == 1
 
-
-def test_memory_recent_answers_the_same_digest_and_a_few_lines_to_read(cast, owner_api, changes):
+    # MCP's memory_recent answers the same digest, and a few lines to read.
     key = api_key_create(owner=cast.owner, name="agent", scopes=["read"], project=cast.project).key
     outcome = operations.memory_recent(Caller(key=key), since=changes["since"].isoformat())
-    rest = owner_api.get("/api/v1/recent/", {"since": changes["since"].isoformat()}).json()
-    assert outcome.data == rest
+    assert outcome.data == body
     assert f"#{changes['fresh'].pk} Fresh fact [acme] created" in outcome.text
     assert "[acme in archive/2026] moved" in outcome.text
     assert f"{changes['old_task'].short_id} Rotate keys — changed, now in_progress" in outcome.text
@@ -114,16 +113,27 @@ def test_recent_takes_an_age_and_a_limit_and_counts_what_it_leaves_out(cast, own
     assert (later["items_total"], later["tasks_total"], later["commits_total"]) == (0, 0, 0)
 
 
+@pytest.mark.django_db(transaction=False)
+def test_a_since_before_anything_means_everything_rather_than_a_fault():
+    now = timezone.now()
+    assert parse_since("999999w", now=now) == parse_since("0001-01-01T00:00+01:00", now=now) == EARLIEST
+    assert parse_since("2026-12-01", now=now).isoformat() == "2026-12-01T00:00:00+00:00"
+    assert (now - parse_since("90m", now=now)).total_seconds() == 5400
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
         ({"since": "yesterday"}, "since"),
         ({"since": "2026-13-01"}, "since"),
         ({"since": "3y"}, "since"),
+        ({"since": "2026-02-30"}, "since"),
+        ({"since": "1d\n"}, "since"),
         ({"limit": "0"}, "limit"),
         ({"limit": "many"}, "limit"),
     ],
 )
+@pytest.mark.django_db(transaction=False)
 def test_a_bad_since_or_limit_is_a_400_naming_the_field(cast, owner_api, params, field):
     response = owner_api.get("/api/v1/recent/", params)
     assert response.status_code == 400 and set(response.json()) == {field}, response.content
