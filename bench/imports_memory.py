@@ -113,11 +113,14 @@ def child(format: str, path: Path, mode: str = "inline") -> dict:
     baseline = _kb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
     started = time.perf_counter()
+    outcome: dict
     try:
         if mode == "web":
             answer = services.import_dry_run(project=project, format=format, name=NAMES[format], data=data)
-            queued = isinstance(answer, ImportJob)
-            outcome = {"queued": queued, "total": answer.total if queued else answer.created}
+            if isinstance(answer, ImportJob):
+                outcome = {"queued": True, "total": answer.total}
+            else:
+                outcome = {"queued": False, "total": answer.created}
         elif mode == "worker":
             assert job is not None and job.status == ImportJob.Status.QUEUED, job
             job = services.import_job_run(job=job)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import django
 from asgiref.sync import sync_to_async
 from django.core import signals
@@ -42,15 +44,14 @@ class ASGIHandler(asgi.ASGIHandler):
         finally:
             body_file.close()
 
-    def respond(self, scope, body_file):
+    def respond(self, scope, body_file) -> Any:
         """The response to one request, in a worker thread: closed already unless it streams from an
         async iterator."""
         set_script_prefix(asgi.get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
-            response = self.get_response(request)
-            response._handler_class = self.__class__
+        request, error_response = self.create_request(scope, body_file)
+        response: Any = error_response if request is None else self.get_response(request)
+        response._handler_class = self.__class__
         if response.streaming and response.is_async:
             return response
         if response.streaming:
