@@ -136,6 +136,8 @@ class KnowledgeItem(models.Model):
             models.Index(name="item_project_version", fields=["project", "version"]),
             # What the background re-cut looks for; empty once it is done.
             models.Index(name="item_passages_uncut", fields=["id"], condition=Q(passages_cut=False)),
+            # What a search page counts as pending: without it, a scan of the whole table (vectors and all).
+            models.Index(name="item_pending", fields=["project"], condition=Q(embedding__isnull=True)),
         ]
 
     def __str__(self) -> str:
