@@ -62,7 +62,8 @@ def main(argv: list[str]) -> dict:
     }
     first, *others = list(servers)
     out["ratio_of_p50s"] = {
-        name: {k: out[name][k]["p50"] / out[first][k]["p50"] for k in ("plain", "filtered")} for name in others
+        name: {k: out[name][k]["p50"] / out[first][k]["p50"] for k in ("plain", "filtered")}
+        for name in others
     }
     out["took_p50_ms"] = {
         name: statistics.median(values[2 * len(QUERIES) :]) for name, values in took.items()
