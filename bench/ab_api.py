@@ -1,11 +1,12 @@
-"""Two running servers' API search p50, interleaved query by query (bench/RESULTS.md, "Engine mechanisms"):
+"""Running servers' API search p50, interleaved query by query (bench/RESULTS.md, "Engine mechanisms"):
 the same machine load falls on both, which a benchmark run of each at another time cannot promise.
 
     python -m bench.ab_api '{"main": ["http://127.0.0.1:18101", "<key>"], "engine": [...]}' [rounds]
 
 Each server is ``manage.py serve`` on its own copy of the search benchmark's database; the figures are
 the p50 (and quartiles) of a plain search and of one with a keyword filter (bench/search.py's
-KEYWORD_FILTERS), the second server's over the first, and each server's own ``took_ms``.
+KEYWORD_FILTERS), each other server's over the first, and each server's own ``took_ms``. Two servers or
+more; each round starts with the next server.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> dict:
             call(name, query), call(name, query, keyword[query])
     times = {name: {"plain": [], "filtered": []} for name in servers}
     for n in range(rounds):
-        order = list(servers) if n % 2 == 0 else list(servers)[::-1]
+        order = list(servers)[n % len(servers) :] + list(servers)[: n % len(servers)]
         for query in QUERIES:
             for kind, text in (("plain", ""), ("filtered", keyword[query])):
                 for name in order:
@@ -59,8 +60,11 @@ def main(argv: list[str]) -> dict:
         }
         for name, kinds in times.items()
     }
-    first, second = list(servers)
-    out["ratio_of_p50s"] = {k: out[second][k]["p50"] / out[first][k]["p50"] for k in ("plain", "filtered")}
+    first, *others = list(servers)
+    out["ratio_of_p50s"] = {
+        name: {k: out[name][k]["p50"] / out[first][k]["p50"] for k in ("plain", "filtered")}
+        for name in others
+    }
     out["took_p50_ms"] = {
         name: statistics.median(values[2 * len(QUERIES) :]) for name, values in took.items()
     }

@@ -178,6 +178,8 @@ class KnowledgeItem(models.Model):
                 fields=["project", "valid_until"],
                 condition=Q(valid_until__isnull=False),
             ),
+            # What a search page counts as pending: without it, a scan of the whole table (vectors and all).
+            models.Index(name="item_pending", fields=["project"], condition=Q(embedding__isnull=True)),
         ]
 
     def __str__(self) -> str:
