@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
@@ -14,11 +14,12 @@ from accounts.models import Project
 from accounts.selectors import PROJECT_UNKNOWN
 from contextforge import metrics
 from contextforge.api import ApplicationError
+from gitsync.selectors import files_directly_in
 from knowledge import embeddings
 from knowledge.keywords import text_error
 from knowledge.models import ImportJob, ItemSource, ItemVersion, KnowledgeItem, Snapshot, normalize_tag
 from knowledge.query_syntax import Understood, understand
-from knowledge.ranking import SearchFilters, SearchResult, search
+from knowledge.ranking import SearchFilters, SearchResult, items_naming, search
 from knowledge.targets import Targets
 
 SEARCH_UNAVAILABLE = _("Search is unavailable: the embedding model cannot be loaded.")
@@ -217,7 +218,7 @@ def search_for(
     limit: int = 10,
     min_score: float | None = None,
     count_excluded: bool = False,
-    paths: Sequence[str] = (),
+    items: Sequence[int] = (),
 ) -> Found:
     """The one door to search for the dashboard, the API and MCP.
 
@@ -225,7 +226,7 @@ def search_for(
     (``project:slug``) is looked up; ``projects``: where to search when the query names none (default:
     ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
     is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``; no model, a 503.
-    ``paths``: only items referencing one of these (as the query's ``path:`` does).
+    ``items``: only these items (ids), ranked as any search ranks (the context of files).
     """
     understood = understand(query)
     if text and (error := text_error(text)):
@@ -236,8 +237,8 @@ def search_for(
         projects = readable
     projects = list(projects)
     filters = search_filters(projects=projects, understood=understood, tags=tags, text=text)
-    if paths:
-        filters = replace(filters, paths=(*filters.paths, *paths))
+    if items:
+        filters = replace(filters, items=tuple(sorted(items)))
     try:
         result = search(
             projects=projects,
@@ -253,20 +254,13 @@ def search_for(
     return Found(understood=understood, result=result)
 
 
-def references_bearing_on(*, projects, targets: Targets) -> list[str]:
-    """The references of the items of ``projects`` that name one of ``targets``' files or a file in one of
-    its folders: what a search narrowed to them (``search_for(paths=...)``) ranks."""
-    joined = Func(F("references"), Value("\n"), function="array_to_string", output_field=TextField())
-    bearing = Q(references__overlap=list(targets.names))
-    for folder in targets.prefixes:
-        bearing |= Q(joined_references__startswith=folder) | Q(joined_references__contains="\n" + folder)
-    rows = (
-        KnowledgeItem.objects.in_projects(projects)
-        .annotate(joined_references=joined)
-        .filter(bearing)
-        .values_list("references", flat=True)
-    )
-    return sorted({r for references in rows for r in references if targets.match(r) is not None})
+def items_bearing_on(*, projects, targets: Targets) -> list[int]:
+    """The items of ``projects`` whose references name one of ``targets``' files, a file in one of its
+    folders, or a file directly in the folder of one of its files (one the repositories know): what a
+    search narrowed to them (``search_for(items=...)``) ranks."""
+    project_ids = [p if isinstance(p, int) else p.pk for p in projects]
+    siblings = files_directly_in(project_ids=project_ids, folders=targets.near)
+    return items_naming(project_ids, sorted(set(targets.names) | siblings), targets.folders)
 
 
 def _named_project(readable, slug: str) -> list[Project]:
