@@ -6,6 +6,8 @@ benchmark (bench/tenants.py), never run by default: it loads hundreds of thousan
 ``--only history`` runs the cost of item history on the write path (bench/history.py).
 ``--only imports-memory`` measures the peak memory of a dry run of the largest accepted file of each
 import format (bench/imports_memory.py), never run by default.
+``--only context`` measures the context of files at 10,000 items and a repository of 5,000 files, and
+brief against full answers (bench/context.py), never run by default.
 ``--only crossover`` times PostgreSQL's exact scan against the in-memory copy at several project sizes
 (bench/crossover.py), never run by default.
 
@@ -54,6 +56,7 @@ def main(argv=None) -> int:
             "crossover",
             "peers",
             "longdocs",
+            "context",
         ),
         help="Run one benchmark (default: all but tenants and crossover).",
     )
@@ -106,6 +109,9 @@ def main(argv=None) -> int:
     if args.only == "peers":
         run_peers(data_dir, results_dir, notes=2000 if args.quick else args.notes, before=args.before)
         return 0
+    if args.only == "context":
+        run_context(data_dir, results_dir, quick=args.quick)
+        return 0
     if args.only == "imports-memory":
         run_imports_memory(data_dir, results_dir)
         return 0
@@ -156,6 +162,24 @@ def main(argv=None) -> int:
     if args.only in (None, "longdocs"):
         run_longdocs(data_dir, results_dir, rounds=1 if args.quick else 3)
     return 0
+
+
+def run_context(data_dir: Path, results_dir: Path, *, quick: bool) -> dict:
+    from bench import context
+
+    out = results_dir / "context.json"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(data_dir, "bench_context"),
+        "CONTEXTFORGE_DATA_DIR": str(data_dir),
+    }
+    command = [sys.executable, "-m", "bench.context", "--json", str(out)]
+    if quick:
+        command += ["--items", "2000", "--files", "1000", "--commits", "40"]
+    subprocess.run(command, env=env, cwd=ROOT, check=True)
+    result = json.loads(out.read_text())
+    context.report(result)
+    return result
 
 
 def run_longdocs(data_dir: Path, results_dir: Path, *, rounds: int) -> dict:

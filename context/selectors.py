@@ -19,7 +19,7 @@ from accounts.models import Project
 from gitsync.selectors import Change, changes_to, live_since
 from knowledge.query_syntax import Understood
 from knowledge.ranking import Hit
-from knowledge.selectors import references_bearing_on, search_for
+from knowledge.selectors import items_bearing_on, search_for
 from knowledge.targets import Targets
 from tasks.models import Task
 from tasks.selectors import open_tasks_bearing_on
@@ -83,16 +83,17 @@ def context_for(
     now = now or timezone.now()
     targets = Targets.of(paths)
     scope = list(projects if projects is not None else readable)
-    ranked_against = query if query else targets.text
-    references = references_bearing_on(projects=scope, targets=targets)
+    # Paths of punctuation alone have no words: rank by the one thing they share.
+    ranked_against = query if query else (targets.text or "file")
+    bearing = items_bearing_on(projects=scope, targets=targets)
     hits: list[Hit] = []
     understood = None
-    if references:
+    if bearing:
         found = search_for(
             readable=readable,
             projects=scope,
             query=ranked_against,
-            paths=references,
+            items=bearing,
             limit=limit,
             space=space,
         )

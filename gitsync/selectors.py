@@ -166,6 +166,19 @@ def commits_touching(*, project_id: int, paths: Sequence[str], limit: int = 10) 
     )
 
 
+def files_directly_in(*, project_ids: Sequence[int], folders: Sequence[str]) -> set[str]:
+    """The files the projects' enabled repositories know (their trees and every path a stored commit
+    touched) directly in one of ``folders`` (each ending in '/'), not in their subfolders."""
+    if not folders:
+        return set()
+    under = reduce(or_, (Q(path__startswith=folder) for folder in folders))
+    tree = TreeFile.objects.filter(under, repository__project_id__in=project_ids, repository__enabled=True)
+    paths = set(tree.values_list("path", flat=True)) | set(
+        _enabled_files(project_ids).filter(under).values_list("path", flat=True).distinct()
+    )
+    return {path for path in paths if any(path.startswith(f) and "/" not in path[len(f) :] for f in folders)}
+
+
 @dataclass(frozen=True)
 class Change:
     """A commit that changed some of the paths asked about, with those of its files."""

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
@@ -19,6 +19,7 @@ from contextforge import metrics
 from contextforge.api import ApplicationError
 from gitsync import selectors as git_selectors
 from gitsync.models import Commit
+from gitsync.selectors import files_directly_in
 from knowledge import embeddings
 from knowledge.keywords import text_error
 from knowledge.models import (
@@ -37,7 +38,7 @@ from knowledge.models import (
     relation_label,
 )
 from knowledge.query_syntax import Understood, understand
-from knowledge.ranking import SearchFilters, SearchResult, reference_status, search
+from knowledge.ranking import SearchFilters, SearchResult, items_naming, reference_status, search
 from knowledge.spaces import clean_space
 from knowledge.targets import Targets
 
@@ -356,7 +357,7 @@ def search_for(
     limit: int = 10,
     min_score: float | None = None,
     count_excluded: bool = False,
-    paths: Sequence[str] = (),
+    items: Sequence[int] = (),
 ) -> Found:
     """The one door to search for the dashboard, the API and MCP.
 
@@ -365,7 +366,7 @@ def search_for(
     ``readable``). A fault in the query's own syntax (an unknown project or tag, nothing left to rank by)
     is an ApplicationError on ``query``; a bad keyword filter given apart on ``text``, a bad ``space``
     (which holds the spaces below it) on ``space``; no model, a 503.
-    ``paths``: only items referencing one of these (as the query's ``path:`` does).
+    ``items``: only these items (ids), ranked as any search ranks (the context of files).
     """
     understood = understand(query)
     if text and (error := text_error(text)):
@@ -377,8 +378,8 @@ def search_for(
         projects = readable
     projects = list(projects)
     filters = search_filters(projects=projects, understood=understood, tags=tags, text=text, space=space)
-    if paths:
-        filters = replace(filters, paths=(*filters.paths, *paths))
+    if items:
+        filters = replace(filters, items=tuple(sorted(items)))
     try:
         result = search(
             projects=projects,
@@ -395,20 +396,13 @@ def search_for(
     return Found(understood=understood, result=result, links=links)
 
 
-def references_bearing_on(*, projects, targets: Targets) -> list[str]:
-    """The references of the items of ``projects`` that name one of ``targets``' files or a file in one of
-    its folders: what a search narrowed to them (``search_for(paths=...)``) ranks."""
-    joined = Func(F("references"), Value("\n"), function="array_to_string", output_field=TextField())
-    bearing = Q(references__overlap=list(targets.names))
-    for folder in targets.prefixes:
-        bearing |= Q(joined_references__startswith=folder) | Q(joined_references__contains="\n" + folder)
-    rows = (
-        KnowledgeItem.objects.in_projects(projects)
-        .annotate(joined_references=joined)
-        .filter(bearing)
-        .values_list("references", flat=True)
-    )
-    return sorted({r for references in rows for r in references if targets.match(r) is not None})
+def items_bearing_on(*, projects, targets: Targets) -> list[int]:
+    """The items of ``projects`` whose references name one of ``targets``' files, a file in one of its
+    folders, or a file directly in the folder of one of its files (one the repositories know): what a
+    search narrowed to them (``search_for(items=...)``) ranks."""
+    project_ids = [p if isinstance(p, int) else p.pk for p in projects]
+    siblings = files_directly_in(project_ids=project_ids, folders=targets.near)
+    return items_naming(project_ids, sorted(set(targets.names) | siblings), targets.folders)
 
 
 def _named_project(readable, slug: str) -> list[Project]:

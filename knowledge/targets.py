@@ -3,7 +3,7 @@
 A path is repository-relative: ``src/lib/auth.ts`` (a file) or ``src/lib/`` (a folder, with its trailing
 slash). A reference names a file as gitsync's rule says (the path or a trailing part of it at a '/':
 ``src/lib/auth.ts``, ``lib/auth.ts``, ``auth.ts``), and names a file in a folder when it starts with the
-folder's path. A file's own folder counts too: an item about ``src/lib/session.ts`` bears on
+folder's path. A file's own folder counts too, not its subfolders: an item about ``src/lib/session.ts`` bears on
 ``src/lib/auth.ts``, below an item that names the file itself.
 """
 
@@ -86,11 +86,6 @@ class Targets:
         return named
 
     @property
-    def prefixes(self) -> tuple[str, ...]:
-        """What a reference to a file in one of the folders (given or near) starts with."""
-        return (*self.folders, *self.near)
-
-    @property
     def text(self) -> str:
         """The paths as words (``src lib auth ts``): what the context ranks against without a query."""
         words = []
@@ -100,14 +95,17 @@ class Targets:
 
     def match(self, reference: str) -> tuple[int, str] | None:
         """How ``reference`` bears on the paths, strongest first: (0, the file it names), (1, the given
-        folder it is in), (2, the folder of a given file it is in); None when it does not."""
+        folder it is in, at any depth), (2, the folder of a given file it is directly in); None when it
+        does not."""
         key = reference_key(reference)
         if (file := self.names.get(key)) is not None:
             return 0, file
-        for strength, folders in ((1, self.folders), (2, self.near)):
-            for folder in folders:
-                if key.startswith(folder):
-                    return strength, folder
+        for folder in self.folders:
+            if key.startswith(folder):
+                return 1, folder
+        for folder in self.near:
+            if key.startswith(folder) and "/" not in key[len(folder) :]:
+                return 2, folder
         return None
 
     def reasons(self, references: list[str]) -> list[str]:

@@ -39,7 +39,7 @@ def tasks_for(
 def open_tasks_bearing_on(*, projects, targets: Targets, limit: int = 10) -> list[tuple[Task, list[str]]]:
     """The open tasks of ``projects`` whose title or description names one of ``targets``' files or a file
     in one of its folders (as an item's references would), most urgent first, with why."""
-    words = [file.rpartition("/")[2] for file in targets.files] + list(targets.prefixes)
+    words = [file.rpartition("/")[2] for file in targets.files] + list(targets.folders) + list(targets.near)
     mentions = Q(pk__in=[])
     for word in words:
         mentions |= Q(title__contains=word) | Q(description__contains=word)

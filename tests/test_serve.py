@@ -22,7 +22,7 @@ from gitsync.models import Repository
 from knowledge import services as knowledge_services
 from knowledge.models import KnowledgeItem
 from tests.conftest import _reset_celery_connections, free_port
-from tests.mcpserver.conftest import TOOLS, child_env, http_client, new_key, run
+from tests.mcpserver.conftest import LISTED_TOOLS, child_env, http_client, new_key, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,7 +159,7 @@ def test_one_port_serves_the_dashboard_the_rest_api_and_mcp(served, cast):
         async with http_client(f"{served.base}/mcp", secret) as client:
             return {tool.name for tool in (await client.list_tools()).tools}
 
-    assert run(tools()) == TOOLS
+    assert run(tools()) == LISTED_TOOLS
     assert f"{served.base}/mcp" in served.log.read_text()  # serve says where agents connect
 
 

@@ -397,7 +397,7 @@ def _full_cost(hit: dict) -> int:
 
 def _full_cut(hit: dict, budget: int) -> dict:
     item = briefs.cut_entry({"title": hit["item"]["title"], "text": hit["item"]["content"]}, budget)
-    return hit | {"item": hit["item"] | {"title": item["title"], "content": item["text"]}, "cut": True}
+    return hit | {"item": hit["item"] | {"title": item["title"], "content": item["text"]}}
 
 
 def budgeted_hits(

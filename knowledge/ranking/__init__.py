@@ -8,7 +8,7 @@ from knowledge.ranking.search import (
     reference_status,
     search,
 )
-from knowledge.ranking.streams import CACHE, EXACT, EXACT_OVER_BUDGET, MATRIX
+from knowledge.ranking.streams import CACHE, EXACT, EXACT_OVER_BUDGET, MATRIX, items_naming
 
 __all__ = [
     "CACHE",
@@ -21,6 +21,7 @@ __all__ = [
     "SearchResult",
     "forget_caches",
     "highlights_data",
+    "items_naming",
     "reference_status",
     "search",
 ]

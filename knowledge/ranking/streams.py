@@ -18,6 +18,7 @@ import numpy as np
 from cachetools import LRUCache, TTLCache
 from django.conf import settings
 from django.db import connection
+from django.db.models.expressions import RawSQL
 
 from knowledge.models import TEST_TAG, KnowledgeItem, Passage, normalize_tag
 from knowledge.ranking import memory
@@ -38,6 +39,7 @@ class SearchFilters:
     texts: tuple[str, ...] = ()  # keyword queries (knowledge/keywords.py), each of which must match
     paths: tuple[str, ...] = ()  # items referencing any of these files
     space: str = ""  # items in this space or one below it (knowledge/spaces.py); "" for all
+    items: tuple[int, ...] = ()  # only these items (the context of files: those naming the paths)
 
     def __post_init__(self):
         object.__setattr__(self, "tags", tuple(normalize_tag(tag) for tag in self.tags))
@@ -45,7 +47,7 @@ class SearchFilters:
     @property
     def narrows(self) -> bool:
         """Whether the filters keep only some of the items a default search ranks."""
-        return bool(self.tags or self.texts or self.paths or self.space)
+        return bool(self.tags or self.texts or self.paths or self.space or self.items)
 
     @property
     def includes_test(self) -> bool:
@@ -61,7 +63,33 @@ def scope(project_ids: Sequence[int], filters: SearchFilters):
         .matching(filters.texts)
         .referencing(filters.paths)
         .in_space(filters.space)
+        .filter(**({"pk__in": _ids(filters.items)} if filters.items else {}))
     )
+
+
+def items_naming(project_ids: Sequence[int], references: Sequence[str], folders: Sequence[str]) -> list[int]:
+    """The items of the projects in memory (embedded or not) with a reference among ``references`` or
+    starting with one of ``folders``: the items a context of files ranks."""
+    if not references and not folders:
+        return []
+    escaped = [f.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for f in folders]
+    # Raw SQL: each item's few references against a hashed list, one pass (an overlap with the list, or
+    # the references joined and matched as text, took 100-150 ms at 10,000 items; the planner never
+    # chose the GIN index for a folder's hundreds of files).
+    sql = (
+        f'SELECT DISTINCT i.id FROM {KnowledgeItem._meta.db_table} i CROSS JOIN LATERAL unnest(i."references") r'
+        " WHERE i.project_id = ANY(%s) AND i.archived_at IS NULL AND i.deleted_at IS NULL"
+        " AND (r = ANY(%s::varchar[]) OR r LIKE ANY(%s::text[]))"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [list(project_ids), list(references), escaped])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _ids(items: tuple[int, ...]) -> RawSQL:
+    # Raw SQL: thousands of ids as one array parameter, not a placeholder each (measured: a context of
+    # 2,500 items searched in 580 ms with one placeholder an id).
+    return RawSQL("SELECT unnest(%s::bigint[])", [_array(list(items))])
 
 
 class Stream(Protocol):

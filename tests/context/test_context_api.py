@@ -133,3 +133,38 @@ def test_a_budget_below_one_entry_answers_the_best_one_cut_to_it(cast, workspace
         assert body["budget"]["cut"] is True and body["tasks"] == [] and body["commits"] == []
     body = post(client, {"paths": ["src/lib/auth.ts"], "query": QUERY, "budget_tokens": 1}).json()
     assert body["items"][0]["text"] == "" and body["items"][0]["title"].endswith("…")
+
+
+def test_search_answers_brief_hits_within_a_budget_to_the_token_and_full_hits_cut_to_it(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    ask = {"query": QUERY, "limit": 4}
+    brief = client.post("/api/v1/search/", ask | {"detail": "brief"}, format="json").json()
+    costs = [count_tokens(h["title"]) + count_tokens(h["text"]) for h in brief["hits"]]
+    assert "results" not in brief and brief["budget"] == {
+        "tokens": None,
+        "used": sum(costs),
+        "omitted": 0,
+        "cut": False,
+    }
+    assert all(count_tokens(h["text"]) <= 40 for h in brief["hits"])
+
+    fits = client.post(
+        "/api/v1/search/", ask | {"detail": "brief", "budget_tokens": costs[0] + costs[1]}, format="json"
+    ).json()
+    short = client.post(
+        "/api/v1/search/", ask | {"detail": "brief", "budget_tokens": costs[0] + costs[1] - 1}, format="json"
+    ).json()
+    full = client.post("/api/v1/search/", ask | {"budget_tokens": 6}, format="json").json()
+
+    assert [h["id"] for h in fits["hits"]] == [h["id"] for h in brief["hits"][:2]]
+    assert fits["budget"] == {
+        "tokens": costs[0] + costs[1],
+        "used": costs[0] + costs[1],
+        "omitted": 2,
+        "cut": False,
+    }
+    assert [h["id"] for h in short["hits"]] == [brief["hits"][0]["id"]]
+    (hit,) = full["results"]
+    assert hit["item"]["id"] == brief["hits"][0]["id"] and full["budget"]["cut"] is True
+    assert count_tokens(hit["item"]["title"]) + count_tokens(hit["item"]["content"]) <= 6
+    assert hit["item"]["content"].endswith("…") or hit["item"]["content"] == ""

@@ -81,7 +81,7 @@ def test_the_api_and_mcp_answer_the_same_hits_serialized_the_same_way(cast, item
     api = api_client_for(cast.member, scopes=["read"])
     rest = api.post("/api/v1/search/", {"query": QUERY + ' "RS256"'}, format="json").json()
     key = ApiKey.objects.get(owner=cast.member)
-    hits = mcp_query(key, query=QUERY + ' "RS256"').structured_content["hits"]
+    hits = mcp_query(key, query=QUERY + ' "RS256"', detail="full").structured_content["hits"]
     assert [hit["rank"] for hit in hits] == [1]
     assert set(rest["results"][0]) == {
         "item",

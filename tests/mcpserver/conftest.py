@@ -29,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from accounts import services as account_services
 from gitsync.models import Commit, CommitFile, Repository
+from mcpserver.listing import GATEWAY, LISTED
 from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
@@ -53,7 +54,9 @@ MEMORY_TOOLS = {
     "memory_recent",
 }
 TASK_TOOLS = {"task_create", "task_list", "task_update", "task_next", "wish_to_task", "repo_activity"}
-TOOLS = MEMORY_TOOLS | TASK_TOOLS
+TOOLS = MEMORY_TOOLS | TASK_TOOLS | {"memory_context"}
+# What tools/list shows: the tools agents need in most sessions, and the gateway to the rest.
+LISTED_TOOLS = {*LISTED, GATEWAY}
 # Every tool that writes, with arguments that would otherwise be valid: the scope is checked first.
 WRITE_TOOLS = {
     "memory_ingest": {"title": "New fact", "content": "Deploys go out on Tuesdays."},

@@ -8,8 +8,8 @@ import pytest
 from knowledge.models import KnowledgeItem
 from tasks.models import Task
 from tests.mcpserver.conftest import (
+    LISTED_TOOLS,
     READ_TOOLS,
-    TOOLS,
     WRITE_TOOLS,
     assert_same_ranking,
     http_client,
@@ -46,7 +46,9 @@ def test_an_agent_over_http_lists_the_tools_ingests_and_gets_the_rest_searchs_ra
                 "memory_ingest",
                 {"title": "Signing keys", "content": "RS256 signing keys live in the vault under auth/jwt."},
             )
-            found = await client.call_tool("memory_query", {"query": QUERY, "limit": 4, "tags": ["auth"]})
+            found = await client.call_tool(
+                "memory_query", {"query": QUERY, "limit": 4, "tags": ["auth"], "detail": "full"}
+            )
             task = await client.call_tool(
                 "task_create", {"title": "Move the keys to the vault", "priority": "urgent", "tags": ["auth"]}
             )
@@ -56,7 +58,7 @@ def test_an_agent_over_http_lists_the_tools_ingests_and_gets_the_rest_searchs_ra
 
     tools, saved, found, task, next_task, activity = run(session())
 
-    assert tools == TOOLS
+    assert tools == LISTED_TOOLS
     assert not task.is_error, tool_text(task)
     assert Task.objects.get(pk=task.structured_content["id"]).created_by == cast.member
     assert next_task.structured_content["task"] == owner_api.get("/api/v1/tasks/next/").json()
@@ -80,7 +82,7 @@ def test_an_agent_over_http_lists_the_tools_ingests_and_gets_the_rest_searchs_ra
 
     async def unfiltered():
         async with http_client(f"{http_server}/mcp", secret) as client:
-            return await client.call_tool("memory_query", {"query": QUERY, "limit": 5})
+            return await client.call_tool("memory_query", {"query": QUERY, "limit": 5, "detail": "full"})
 
     everything = run(unfiltered())
     assert_same_ranking(
@@ -142,7 +144,7 @@ def test_a_read_only_key_over_http_can_query_but_writes_are_permission_errors(ht
         async with http_client(f"{http_server}/mcp", secret) as client:
             writes = {name: await client.call_tool(name, args) for name, args in WRITE_TOOLS.items()}
             reads = {name: await client.call_tool(name, args) for name, args in READ_TOOLS.items()}
-            query = await client.call_tool("memory_query", {"query": QUERY})
+            query = await client.call_tool("memory_query", {"query": QUERY, "detail": "full"})
             return writes, reads, query
 
     writes, reads, query = run(session())

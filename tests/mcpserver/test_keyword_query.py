@@ -17,7 +17,7 @@ def test_memory_query_narrows_by_keywords_inline_or_given_and_floors_scores(http
     async def session():
         async with http_client(f"{http_server}/mcp", secret) as client:
             return [
-                await client.call_tool("memory_query", args)
+                await client.call_tool("memory_query", args | {"detail": "full"})
                 for args in (
                     {"query": QUERY},
                     {"query": QUERY, "text": "RS256"},

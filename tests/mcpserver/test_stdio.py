@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from mcp.server import MCPServer
 
 from accounts import services as account_services
 from gitsync.models import Commit, CommitFile, Repository
 from knowledge.models import KnowledgeItem
+from mcpserver.server import build_server
 from tasks import services as task_services
 from tasks.models import Task
 from tests.mcpserver.conftest import (
     BASE_DIR,
+    LISTED_TOOLS,
     READ_TOOLS,
-    TOOLS,
     WRITE_TOOLS,
     assert_same_ranking,
     child_env,
@@ -48,16 +51,16 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
                     "tags": ["auth"],
                 },
             )
-            found = await client.call_tool("memory_query", {"query": QUERY, "limit": 5})
+            found = await client.call_tool("memory_query", {"query": QUERY, "limit": 5, "detail": "full"})
             return tools, saved, found
 
     tools, saved, found = run(session())
 
-    assert set(tools) == TOOLS
+    assert set(tools) == LISTED_TOOLS
     for tool in tools.values():
         assert len(tool.description) > 60, tool.name
         assert tool.input_schema["type"] == "object"
-        assert tool.output_schema is not None, tool.name
+        assert tool.output_schema is None, tool.name  # lean: see mcpserver/listing.py
     assert tools["memory_query"].input_schema["required"] == ["query"]
     assert set(tools["memory_query"].input_schema["properties"]) == {
         "query",
@@ -66,6 +69,8 @@ def test_an_agent_over_stdio_lists_the_tools_ingests_and_gets_the_rest_searchs_r
         "text",
         "min_score",
         "space",
+        "detail",
+        "budget_tokens",
     }
     assert tools["memory_ingest"].input_schema["required"] == ["title", "content"]
 
@@ -128,14 +133,18 @@ def test_an_agent_over_stdio_plans_work_with_tasks_and_repo_activity_like_the_re
             out["moved"] = await client.call_tool("wish_to_task", {"item_id": wish.pk})
             out["again"] = await client.call_tool("wish_to_task", {"item_id": wish.pk})
             out["everything"] = await client.call_tool("task_list", {})
-            out["found"] = await client.call_tool("memory_query", {"query": "sign tokens with ed25519 keys"})
+            out["found"] = await client.call_tool(
+                "memory_query", {"query": "sign tokens with ed25519 keys", "detail": "full"}
+            )
             out["activity"] = await client.call_tool("repo_activity", {})
             out["yesterday"] = await client.call_tool("repo_activity", {"days": 1})
             return out
 
     out = run(session())
 
-    tools = out["tools"]
+    # Behind the gateway, every tool keeps its whole schema (what contextforge_tool describes).
+    tools = {tool.name: tool for tool in asyncio.run(MCPServer.list_tools(build_server(caller_for=None)))}
+    assert set(out["tools"]) == LISTED_TOOLS
     create_schema = tools["task_create"].input_schema
     assert create_schema["required"] == ["title"]
     assert set(create_schema["properties"]) == {
@@ -306,7 +315,7 @@ def test_a_read_only_key_can_query_but_every_write_tool_answers_with_a_permissio
         async with stdio_client(secret) as client:
             writes = {name: await client.call_tool(name, {**args}) for name, args in WRITE_TOOLS.items()}
             reads = {name: await client.call_tool(name, args) for name, args in READ_TOOLS.items()}
-            query = await client.call_tool("memory_query", {"query": QUERY})
+            query = await client.call_tool("memory_query", {"query": QUERY, "detail": "full"})
             return writes, reads, query
 
     writes, reads, query = run(session())
@@ -451,7 +460,7 @@ def test_a_key_never_sees_another_project(cast, memory):
             f"No memory item #{memory['secret'].pk} in the projects this key may read."
         )
         assert "Elsewhere" not in tool_text(result)
-    assert memory["secret"].pk not in {hit["item"]["id"] for hit in found.structured_content["hits"]}
+    assert memory["secret"].pk not in {hit["id"] for hit in found.structured_content["hits"]}
     assert KnowledgeItem.objects.filter(pk=memory["secret"].pk).exists()
 
     assert tasks["update"].is_error
