@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0006_invitation_invitee'),
-        ('knowledge', '0018_importjob_heartbeat'),
+        ('knowledge', '0023_versioned_space_and_review'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
