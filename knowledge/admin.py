@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from knowledge import services
-from knowledge.models import ItemVersion, KnowledgeItem
+from knowledge.models import ItemVersion, KnowledgeItem, Relation
 
 VERSION_FIELDS = ["pgh_id", "pgh_created_at", "action", "who", "title", "content", "tags", "deleted_at"]
 
@@ -75,3 +75,26 @@ class ItemVersionAdmin(admin.ModelAdmin):
     @admin.display(description="who")
     def who(self, version):
         return who(version)
+
+
+@admin.register(Relation)
+class RelationAdmin(admin.ModelAdmin):
+    """Relations are made where the items are seen (the item page, the API, MCP); here they can be
+    looked up and removed, and the removal is recorded on the admin channel."""
+
+    list_display = ["id", "source", "kind", "target", "project", "created_by", "created_at"]
+    list_filter = ["project", "kind"]
+    readonly_fields = ["project", "source", "kind", "target", "created_by", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def delete_model(self, request, obj):
+        services.unrelate(relation=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for relation in queryset:
+            services.unrelate(relation=relation, actor=request.user)

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
@@ -605,6 +605,11 @@ def _supersedes_path(*, project_id: int, start: int, goal: int) -> list[int] | N
     return None
 
 
+def _acting(actor):
+    """The history context naming ``actor`` (a request's names the same user; a shell's names none)."""
+    return history_context(user=actor.pk) if actor is not None else contextlib.nullcontext()
+
+
 def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=None) -> Relation:
     """Record that ``source`` <kind> ``target`` (items of one project), with a history event naming
     who, which key and which channel. A ValidationError names the field: ``kind`` for an unknown kind,
@@ -618,7 +623,8 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
         raise ValidationError({"target": RELATION_TO_ITSELF})
     if source.project_id != target.project_id:
         raise ValidationError({"target": RELATION_OTHER_PROJECT.format(source=source.pk, target=target.pk)})
-    with transaction.atomic(), history_context(action="relate"):
+    # The event's label says relate; the request's history context says who, by which key and channel.
+    with transaction.atomic(), _acting(actor):
         # One relation write per project at a time: two concurrent supersedes cannot close a cycle
         # that neither saw.
         Project.objects.select_for_update().filter(pk=source.project_id).first()
@@ -636,22 +642,15 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
             if path is not None:
                 cycle = " → ".join(f"#{pk}" for pk in [source.pk, *path])
                 raise ValidationError({"target": RELATION_CYCLE.format(cycle=cycle)})
-        try:
-            with transaction.atomic():
-                return Relation.objects.create(
-                    project_id=source.project_id, source=source, target=target, kind=kind, created_by=actor
-                )
-        except IntegrityError:  # made meanwhile by another request
-            label = Relation(kind=kind).label("out")
-            raise ValidationError(
-                {"target": RELATION_EXISTS.format(source=source.pk, label=label, target=target.pk)}
-            ) from None
+        return Relation.objects.create(
+            project_id=source.project_id, source=source, target=target, kind=kind, created_by=actor
+        )
 
 
 def unrelate(*, relation: Relation, actor=None) -> None:
     """Remove ``relation``; its ``unrelate`` event records who, which key and which channel. Removing
     one that is gone already does nothing."""
-    with transaction.atomic(), history_context(action="unrelate"):
+    with transaction.atomic(), _acting(actor):
         Relation.objects.filter(pk=relation.pk).delete()
 
 

@@ -354,6 +354,8 @@ def trash(request):
     page = Paginator(selectors.trash_for(projects=projects), 25).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        # What each item took to the trash with it, and brings back when restored.
+        "links": selectors.links_for(item_ids=[item.pk for item in page], include_gone=True),
         "writable": set(projects_for(user=request.user, scope="write").values_list("pk", flat=True)),
         "purgeable": set(projects_for(user=request.user, scope="admin").values_list("pk", flat=True)),
         "days": settings.CONTEXTFORGE_TRASH_DAYS,

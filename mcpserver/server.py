@@ -140,6 +140,10 @@ class Relation(BaseModel):
     item: RelatedItem
 
 
+class Unrelated(BaseModel):
+    removed: int = Field(description="The id of the relation removed.")
+
+
 class Hit(BaseModel):
     rank: int
     score: float = Field(description=FORMULA)
@@ -659,7 +663,7 @@ def build_server(*, caller_for: CallerFor) -> MCPServer:
     )
     async def memory_unrelate(
         id: ItemId, target: ItemId, kind: RelationKindName, ctx: Context
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, Unrelated]:
         return await _run(caller_for, ctx, operations.memory_unrelate, id=id, target=target, kind=kind)
 
     @server.tool(

@@ -175,6 +175,7 @@ class PassageSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+CHANNEL_HELP = f"{', '.join(CHANNELS[:-1])} or {CHANNELS[-1]}."
 RELATION_KIND_HELP = f"{', '.join(RelationKind.values[:-1])} or {RelationKind.values[-1]}."
 DIRECTION_HELP = (
     f"{OUT!r}: this item is the source (it supersedes the other); {IN!r}: the target (superseded by)."
@@ -203,6 +204,23 @@ class ItemRelationOutputSerializer(RelationOutputSerializer):
 class RelationCreateInputSerializer(InputSerializer):
     target = serializers.IntegerField(min_value=1, help_text="The other item's id, in the same project.")
     kind = serializers.ChoiceField(choices=RelationKind.values, help_text=RELATION_KIND_HELP)
+
+
+class RelationEventOutputSerializer(serializers.Serializer):
+    action = serializers.CharField(source="pgh_label", help_text="relate or unrelate.")
+    source = serializers.IntegerField(source="source_id")
+    kind = serializers.CharField(help_text=RELATION_KIND_HELP)
+    target = serializers.IntegerField(source="target_id")
+    recorded_at = serializers.DateTimeField(source="pgh_created_at")
+    user = serializers.CharField(source="user_name", allow_null=True, help_text="Who: a username.")
+    key = serializers.SerializerMethodField(help_text="The API key's name, if one was used.")
+    channel = serializers.SerializerMethodField(help_text=CHANNEL_HELP)
+
+    def get_key(self, event) -> str | None:
+        return event.context.get("key")
+
+    def get_channel(self, event) -> str | None:
+        return event.context.get("channel")
 
 
 class SupersededBySerializer(serializers.Serializer):
@@ -315,7 +333,6 @@ class TrashedItemOutputSerializer(ItemOutputSerializer):
 
 
 ACTION_HELP = f"{', '.join(Action.values[:-1])} or {Action.values[-1]}."
-CHANNEL_HELP = f"{', '.join(CHANNELS[:-1])} or {CHANNELS[-1]}."
 
 
 class VersionOutputSerializer(serializers.Serializer):

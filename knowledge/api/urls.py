@@ -10,6 +10,11 @@ urlpatterns = [
     path("items/<int:pk>/history/", views.ItemHistoryApi.as_view(), name="item-history"),
     path("items/<int:pk>/relations/", views.ItemRelationsApi.as_view(), name="item-relations"),
     path(
+        "items/<int:pk>/relations/history/",
+        views.ItemRelationHistoryApi.as_view(),
+        name="item-relations-history",
+    ),
+    path(
         "items/<int:pk>/relations/<int:relation>/",
         views.ItemRelationApi.as_view(),
         name="item-relation",

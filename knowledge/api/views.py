@@ -214,6 +214,21 @@ class ItemRelationsApi(APIView):
         return Response(link.as_dict() | {"in_trash": False}, status=status.HTTP_201_CREATED)
 
 
+class ItemRelationHistoryApi(GenericAPIView):
+    serializer_class = s.RelationEventOutputSerializer
+
+    @extend_schema(
+        operation_id="items_relations_history",
+        responses={200: s.RelationEventOutputSerializer(many=True), 404: ERROR_RESPONSE},
+        description="The relations made and removed with this item at either end, newest first: "
+        "when, who, the API key's name and the channel.",
+    )
+    def get(self, request, pk: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        page = self.paginate_queryset(selectors.relation_events(item_id=item.pk))
+        return self.get_paginated_response(s.RelationEventOutputSerializer(page, many=True).data)
+
+
 class ItemRelationApi(APIView):
     @extend_schema(
         operation_id="items_relations_destroy",

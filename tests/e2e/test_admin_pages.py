@@ -19,6 +19,7 @@ from accounts import services as account_services
 from accounts.models import ApiKey, Invitation
 from gitsync import services as git_services
 from gitsync.models import Commit
+from knowledge import services as knowledge_services
 from tasks import services as task_services
 from tests.e2e.conftest import sign_in
 from tests.knowledge.factories import make_item
@@ -33,6 +34,8 @@ def one_of_each(cast) -> list:
     account_services.api_key_create(owner=admin_user, name="ci", scopes=["read"], project=cast.project)
     account_services.invitation_create(project=cast.project, created_by=admin_user)
     item = make_item(cast.project, "Billing retries", "Failed charges retry three times.")
+    newer = make_item(cast.project, "Billing retries, v2", "Failed charges retry five times.")
+    knowledge_services.relate(source=newer, target=item, kind="supersedes", actor=admin_user)
     task = make_task(cast.project, "Retry billing")
     task_services.comment_create(task=task, author=admin_user, text="On it.")
     Group.objects.create(name="auditors")

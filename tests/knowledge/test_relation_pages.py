@@ -131,3 +131,16 @@ def test_the_search_page_says_what_supersedes_a_hit_with_a_link(cast, pair):
         in page
     )
     assert f'supersedes <a href="/dashboard/items/{old.pk}/">#{old.pk}' in page
+
+
+def test_the_trash_page_says_how_many_relations_went_with_an_item_and_restore_brings_them_back(cast, pair):
+    old, new = pair
+    services.relate(source=new, target=old, kind="supersedes")
+    services.relate(source=new, target=old, kind="derived_from")
+    client = signed_in(cast.member)
+    client.post(f"/dashboard/items/{old.pk}/delete/")
+    assert "with 2 relations" in client.get("/dashboard/trash/").content.decode()
+    assert client.get(f"/dashboard/items/{new.pk}/").content.decode().count("in the trash") == 2
+    client.post(f"/dashboard/trash/{old.pk}/restore/")
+    page = client.get(f"/dashboard/items/{new.pk}/").content.decode()
+    assert page.count(f"#{old.pk} Deploys run on Jenkins") == 2 and "in the trash" not in page

@@ -70,6 +70,8 @@ def test_relate_and_unrelate_are_recorded_with_who_and_why(cast, three):
     events = list(selectors.relation_events(item_id=b.pk))
     assert [e.pgh_label for e in events] == ["unrelate", "relate"]
     assert [(e.source_id, e.target_id, e.kind) for e in events] == [(a.pk, b.pk, "relates_to")] * 2
+    # Outside a request (a shell, a task) the actor is who.
+    assert [e.user_name for e in events] == ["member", "member"]
     assert not Relation.objects.exists()
 
 

@@ -45,6 +45,13 @@ def test_a_relation_made_over_the_api_reads_from_both_ends_and_is_recorded_with_
         ("relate", "api", "test", cast.member.pk),
         ("unrelate", "api", "test", cast.member.pk),
     ]
+    history = api.get(f"/api/v1/items/{old.pk}/relations/history/").json()["results"]
+    assert [
+        (h["action"], h["source"], h["kind"], h["target"], h["user"], h["key"], h["channel"]) for h in history
+    ] == [
+        ("unrelate", new.pk, "supersedes", old.pk, "member", "test", "api"),
+        ("relate", new.pk, "supersedes", old.pk, "member", "test", "api"),
+    ]
 
 
 def test_bad_relations_are_400s_naming_the_field(cast, pair):

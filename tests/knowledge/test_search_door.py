@@ -91,6 +91,8 @@ def test_the_api_and_mcp_answer_the_same_hits_serialized_the_same_way(cast, item
         "unresolved_references",
         "highlights",
         "passage",
+        "relations",
+        "superseded_by",
     }
     assert rest["results"][0]["highlights"]["content"] == [{"start": 30, "end": 35, "text": "RS256"}]
     for hit, result in zip(hits, rest["results"], strict=True):
