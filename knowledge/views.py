@@ -763,9 +763,10 @@ def _chosen_items(request) -> list[int]:
     one = request.POST.get("one")
     chosen = [one] if one else request.POST.getlist("item")
     try:
-        return [int(pk) for pk in chosen]
+        ids = [int(pk) for pk in chosen]
     except ValueError:
         raise Http404 from None
+    return [pk for pk in ids if 0 < pk < 2**63]  # an id no row can have names nothing
 
 
 def _writable_projects_of(request, ids: list[int]):
@@ -822,7 +823,10 @@ def review_pair(request, pk: int):
 
 @require_POST
 def review_digest(request):
-    project = get_object_or_404(projects_for(user=request.user), pk=request.POST.get("project") or 0)
+    chosen = request.POST.get("project", "")
+    if not chosen.isascii() or not chosen.isdigit():
+        raise Http404
+    project = get_object_or_404(projects_for(user=request.user), pk=int(chosen))
     enabled = request.POST.get("enabled") == "1"
     account_services.membership_digest_set(user=request.user, project=project, enabled=enabled)
     if enabled:

@@ -628,4 +628,6 @@ class PairResolveInputSerializer(InputSerializer):
 
 
 class ItemIdsInputSerializer(InputSerializer):
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=500
+    )
