@@ -205,7 +205,9 @@ def inputs(title: str, content: str, spans: list[tuple[int, int]]) -> list[str]:
         for match in ATX_HEADING.finditer(content)
         if not any(start <= match.start() < end for start, end in fenced)
     ]
-    texts, path, next_heading = [], [], 0
+    texts: list[str] = []
+    path: list[tuple[int, str]] = []
+    next_heading = 0
     for start, end in spans:
         while next_heading < len(headings) and headings[next_heading][0] < start:
             _position, level, text = headings[next_heading]
