@@ -134,9 +134,10 @@ class KnowledgeItem(models.Model):
     # Set when the item went to the trash: out of every list, search and export, kept unchanged
     # otherwise (embedding included) so that restoring it brings it back as it was.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
-    # False while the item's passages are still those the passage migration gave it (one passage, its
-    # old whole-text vector) and the background re-cut (knowledge.tasks.cut_passages) has not cut it
-    # yet; every write that embeds an item cuts it, so new and edited items are True.
+    # False while the item's passages are still those a migration left it (0016: one passage, its old
+    # whole-text vector; 0020: windows without their headings' path) and the background re-cut
+    # (knowledge.tasks.cut_passages) has not cut it yet; every write that embeds an item cuts it, so new
+    # and edited items are True.
     # (A database default too, for rows written by a raw COPY or INSERT: bench/, say.)
     passages_cut = models.BooleanField(default=True, db_default=True, editable=False)
     # The last day the fact is known to hold (optional): past it, the item is shown as expired and waits
@@ -220,7 +221,8 @@ def embedded_text(title: str, content: str) -> str:
 
 
 class Passage(models.Model):
-    """One window of an item's content, embedded with the item's title (knowledge/passages.py cuts them).
+    """One window of an item's content, embedded with the item's title and the headings it starts under
+    (knowledge/passages.py cuts them).
 
     An embedded item has one or more passages, all of the same model, and its ``embedding`` is always
     passage 0's vector; a pending item has none. Passages are written only in the transaction that
@@ -233,7 +235,7 @@ class Passage(models.Model):
     # The item's project, copied: what the exact scan of a project's passages filters on.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     ordinal = models.PositiveIntegerField()  # 0 = the first passage
-    # Character offsets into item.content; the passage embeds embedded_text(item.title, content[start:end]).
+    # Character offsets into item.content; the passage embeds knowledge.passages.inputs' text for them.
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     embedding = VectorField(dimensions=settings.CONTEXTFORGE_EMBEDDING_DIMENSIONS)

@@ -172,9 +172,9 @@ def _embed_into(items: list[KnowledgeItem]) -> list[Passage] | None:
     the items. On failure leave the items pending and return None: an item is embedded whole or not."""
     spans = [passages.cut(item.title, item.content) for item in items]
     texts = [
-        embedded_text(item.title, item.content[start:end])
+        text
         for item, cut in zip(items, spans, strict=True)
-        for start, end in cut
+        for text in passages.inputs(item.title, item.content, cut)
     ]
     try:
         vectors = embeddings.embed_texts(texts)
@@ -567,10 +567,11 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
 
 
 def items_cut_passages(*, batch: int = 32) -> int:
-    """Cut into passages up to ``batch`` of the items that the passage migration gave one passage
-    each (their old whole-text vector); how many it did. An item that fits one window keeps that
-    passage, which is already its cut; a longer one is embedded again, passages and all. If the model
-    is unavailable, the items stay as they are (searchable by their old vector) for the next run."""
+    """Cut into passages up to ``batch`` of the items a migration left uncut (0016: one passage each,
+    their old whole-text vector; 0020: windows embedded without their headings' path); how many it did.
+    An item that fits one window keeps that passage, which is already its cut; a longer one is embedded
+    again, passages and all. If the model is unavailable, the items stay as they are (searchable by
+    their old passages) for the next run."""
     with transaction.atomic():
         items = list(
             KnowledgeItem.objects.select_for_update(skip_locked=True)

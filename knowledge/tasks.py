@@ -48,8 +48,8 @@ def run_import(job_id: int) -> str:
 
 @shared_task
 def cut_passages(batch: int = 64, seconds: float = 60) -> int:
-    """Cut into passages the items that the passage migration (knowledge/migrations/0016) left with
-    one passage each. Run by beat until none is left: small batches, each its own transaction, for
+    """Cut into passages the items that a passage migration left uncut (knowledge/migrations/0016: one
+    passage each; 0020: windows without their headings' path). Run by beat until none is left: small batches, each its own transaction, for
     about ``seconds`` a run. Beat rather than a task queued once after migrating: a lost task, a
     broker down or a worker restarted only delays the next run, like the sweep of pending items."""
     done = 0

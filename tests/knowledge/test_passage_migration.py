@@ -68,3 +68,38 @@ def test_the_migration_gives_each_embedded_item_its_vector_as_passage_0_then_the
     assert np.array_equal(np.asarray(long.embedding), np.asarray(stored[0].embedding))
     assert Passage.objects.filter(item_id=made["Short"]).count() == 1
     assert KnowledgeItem.objects.filter(passages_cut=False).embedded().count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_items_cut_before_heading_paths_keep_their_passages_until_the_re_cut_embeds_the_paths(cast):
+    """Migration 0020: an item of several passages embedded without heading paths is cut again; a short
+    one is left alone."""
+    from knowledge import services
+
+    before = [("knowledge", "0019_item_pending_index")]
+    long = services.item_create(project=cast.project, title="Runbook", content=LONG)
+    short = services.item_create(
+        project=cast.project, title="Short", content="Sessions expire after 2 hours."
+    )
+    spans = passages.cut(long.title, long.content)
+    assert len(spans) > 1
+    old_texts = [embedded_text(long.title, long.content[start:end]) for start, end in spans]
+    for passage, vector in zip(
+        Passage.objects.filter(item=long).order_by("ordinal"), embeddings.embed_texts(old_texts), strict=True
+    ):
+        passage.embedding = vector  # as the cut before heading paths embedded it
+        passage.save()
+    executor = migrate(before)
+    migrate(executor.loader.graph.leaf_nodes())
+
+    assert list(KnowledgeItem.objects.filter(passages_cut=False).values_list("pk", flat=True)) == [long.pk]
+    assert Passage.objects.filter(item=long).count() == len(spans)  # still searchable meanwhile
+    assert cut_passages() == 1
+    stored = list(Passage.objects.filter(item=long).order_by("ordinal"))
+    wanted = embeddings.embed_texts(passages.inputs(long.title, long.content, spans))
+    assert [(p.start, p.end) for p in stored] == spans
+    assert all(
+        np.allclose(np.asarray(p.embedding), w, atol=1e-5) for p, w in zip(stored, wanted, strict=True)
+    )
+    assert Passage.objects.filter(item=short).count() == 1
+    assert not KnowledgeItem.objects.filter(passages_cut=False).exists()

