@@ -180,7 +180,7 @@ def main(argv=None) -> dict:
             sizes[label] = items
 
     # Brief against full, on the same searches.
-    brief_tokens, full_tokens, brief_chars, full_chars = [], [], [], []
+    brief_tokens, full_tokens, brief_chars, full_chars, brief_json, full_json = [], [], [], [], [], []
     for query in data.QUERIES[:20]:
         brief = operations.memory_query(caller, query=query, limit=10, tags=None, detail="brief")
         full = operations.memory_query(caller, query=query, limit=10, tags=None, detail="full")
@@ -188,6 +188,8 @@ def main(argv=None) -> dict:
         full_tokens.append(count_tokens(full.text))
         brief_chars.append(len(json.dumps(brief.data)))
         full_chars.append(len(json.dumps(full.data)))
+        brief_json.append(count_tokens(json.dumps(brief.data)))
+        full_json.append(count_tokens(json.dumps(full.data)))
     result = {
         "items": args.items,
         "files": args.files,
@@ -202,6 +204,8 @@ def main(argv=None) -> dict:
             "full_text_tokens_p50": statistics.median(full_tokens),
             "brief_structured_chars_p50": statistics.median(brief_chars),
             "full_structured_chars_p50": statistics.median(full_chars),
+            "brief_structured_tokens_p50": statistics.median(brief_json),
+            "full_structured_tokens_p50": statistics.median(full_json),
         },
     }
     Path(args.json).write_text(json.dumps(result, indent=2))
@@ -218,8 +222,9 @@ def report(r: dict) -> None:
     b = r["brief_vs_full"]
     print(
         f"  memory_query limit 10 over {b['queries']} queries: brief {b['brief_text_tokens_p50']:.0f} tokens "
-        f"(max {b['brief_text_tokens_max']}), full {b['full_text_tokens_p50']:.0f} tokens; structured "
-        f"{b['brief_structured_chars_p50']:.0f} vs {b['full_structured_chars_p50']:.0f} characters"
+        f"(max {b['brief_text_tokens_max']}), full {b['full_text_tokens_p50']:.0f} tokens of text; structured "
+        f"content {b['brief_structured_tokens_p50']:.0f} vs {b['full_structured_tokens_p50']:.0f} tokens "
+        f"({b['brief_structured_chars_p50']:.0f} vs {b['full_structured_chars_p50']:.0f} characters)"
     )
 
 

@@ -18,6 +18,7 @@ def workspace(cast, tmp_path, settings, data_dir):
     repo = GitRepo(tmp_path / "app")
     repo.commit("Billing", {"billing/api.go": "package billing\n"}, days_ago=60)
     repo.commit("Session store", {"src/lib/session.ts": "export const store = 1\n"}, days_ago=10)
+    repo.commit("Keys", {"src/lib/crypto/keys.ts": "export const keys = []\n"}, days_ago=50)
     repo.git("config", "user.name", "ana")
     auth_sha = repo.commit("Refresh tokens early", {"src/lib/auth.ts": "export const sign = 1\n"}, days_ago=3)
     repo.git("config", "user.name", "Dev")
@@ -40,6 +41,10 @@ def workspace(cast, tmp_path, settings, data_dir):
             project, "Session store", "Sessions are kept in Redis by src/lib/session.ts for 14 days."
         ),
         "elsewhere": make_item(project, "Billing API", "Invoices are created by billing/api.go nightly."),
+        # In a subfolder of the file's folder: not a neighbour of src/lib/auth.ts, but in src/lib/.
+        "deeper": make_item(
+            project, "Signing keys", "The JWT signing keys are listed in src/lib/crypto/keys.ts."
+        ),
     }
     open_task = task_services.task_create(
         project=project, title="Fix the refresh race", description="It happens in src/lib/auth.ts."

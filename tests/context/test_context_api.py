@@ -31,7 +31,9 @@ def test_context_of_a_changed_file_ranks_the_item_naming_it_above_a_closer_item_
     ids = [entry["id"] for entry in body["items"]]
     assert ids[0] == items["names_file"].pk
     assert items["names_neighbour"].pk in ids  # a file in the same folder
-    assert items["closer"].pk not in ids and items["elsewhere"].pk not in ids
+    assert (
+        items["closer"].pk not in ids and items["elsewhere"].pk not in ids and items["deeper"].pk not in ids
+    )
     first = body["items"][0]
     sha = workspace["auth_sha"][:7]
     assert first["reasons"] == ["names src/lib/auth.ts", f"src/lib/auth.ts live since commit {sha} of ana"]
@@ -60,7 +62,11 @@ def test_a_folder_brings_the_items_tasks_and_commits_of_its_files_ranked_against
     body = post(client, {"paths": ["./src/lib/"]}).json()
 
     assert body["paths"] == ["src/lib/"] and body["ranked_against"] == "src lib"
-    assert {entry["id"] for entry in body["items"]} == {items["names_file"].pk, items["names_neighbour"].pk}
+    assert {entry["id"] for entry in body["items"]} == {
+        items["names_file"].pk,
+        items["names_neighbour"].pk,
+        items["deeper"].pk,
+    }
     assert all(entry["reasons"][0] == "names a file in src/lib/" for entry in body["items"])
     assert [task["id"] for task in body["tasks"]] == [workspace["open_task"].pk]
     assert {file["path"] for commit in body["commits"] for file in commit["files"]} == {
@@ -106,19 +112,19 @@ def test_a_budget_keeps_the_best_entries_that_fit_to_the_token(cast, workspace):
     costs = [count_tokens(e["title"]) + count_tokens(e["text"]) for e in whole["items"]]
     task_cost = count_tokens(whole["tasks"][0]["title"])
 
-    exact = post(client, ask | {"budget_tokens": costs[0] + costs[1] + task_cost}).json()
-    short = post(client, ask | {"budget_tokens": costs[0] + costs[1] + task_cost - 1}).json()
+    exact = post(client, ask | {"budget_tokens": sum(costs) + task_cost}).json()
+    short = post(client, ask | {"budget_tokens": sum(costs) + task_cost - 1}).json()
 
     assert [e["id"] for e in exact["items"]] == [e["id"] for e in whole["items"]]
     assert len(exact["tasks"]) == 1 and exact["commits"] == []
     assert exact["budget"] == {
-        "tokens": costs[0] + costs[1] + task_cost,
-        "used": costs[0] + costs[1] + task_cost,
+        "tokens": sum(costs) + task_cost,
+        "used": sum(costs) + task_cost,
         "omitted": len(whole["commits"]),
         "cut": False,
     }
-    assert len(short["items"]) == 2 and short["tasks"] == []
-    assert short["budget"]["used"] == costs[0] + costs[1]
+    assert len(short["items"]) == len(costs) == 3 and short["tasks"] == []
+    assert short["budget"]["used"] == sum(costs)
 
 
 def test_a_budget_below_one_entry_answers_the_best_one_cut_to_it(cast, workspace):
