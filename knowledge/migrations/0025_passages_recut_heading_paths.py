@@ -16,7 +16,7 @@ WHERE id IN (SELECT item_id FROM knowledge_passage GROUP BY item_id HAVING count
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0019_item_pending_index"),
+        ("knowledge", "0024_item_pending_index"),
     ]
 
     operations = [
