@@ -69,6 +69,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task_next": {},
     "wish_to_task": {"item_id": 12},
     "repo_activity": {"days": 7},
+    "memory_relate": {"id": 14, "target": 12, "kind": "supersedes"},
+    "memory_unrelate": {"id": 14, "target": 12, "kind": "supersedes"},
+    "memory_supersede": {
+        "id": 12,
+        "title": "JWT keys rotate daily",
+        "content": "Since May keys rotate daily.",
+    },
+    "memory_confirm": {"id": 12},
+    "memory_review_queue": {"limit": 10},
+    "memory_recent": {"since": "24h"},
     GATEWAY: {"tool": "memory_history", "arguments": {"id": 12}},
 }
 

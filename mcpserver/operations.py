@@ -189,6 +189,8 @@ def _brief_query_text(query: str, hits: list[dict], budget: dict) -> str:
     lines = [f"{len(hits)} hit(s) for {query!r}, best first; memory_get(id) reads one in full:"]
     for hit in hits:
         lines.append(_brief_line(hit["rank"], hit))
+        if newer := hit.get("superseded_by"):
+            lines.append(f"   SUPERSEDED by #{newer['id']} {newer['title']}")
         if hit["text"]:
             lines.append(f"   {hit['text']}")
     return "\n".join(lines) + _budget_note(budget, "hit")

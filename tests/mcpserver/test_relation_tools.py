@@ -89,7 +89,7 @@ def test_memory_supersede_saves_the_new_version_and_keeps_or_trashes_the_old(cas
     create = new.versions.get()
     assert (create.context["channel"], create.context["superseded"]) == ("mcp", old.pk)
     hits = run(caller, operations.memory_query, query="where do deploys run", limit=5, tags=None)
-    by_id = {hit["item"]["id"]: hit for hit in hits.data["hits"]}
+    by_id = {hit["id"]: hit for hit in hits.data["hits"]}  # brief hits, the default
     if trash_old:
         assert old.pk not in by_id
     else:

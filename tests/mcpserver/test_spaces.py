@@ -51,7 +51,9 @@ def test_an_agent_saves_moves_searches_and_exports_by_space(cast):
     assert moved.structured_content["space"] == "runbooks"
 
     found = call(
-        agent, "memory_query", {"query": "how does sign-in with OAuth work", "space": "architecture"}
+        agent,
+        "memory_query",
+        {"query": "how does sign-in with OAuth work", "space": "architecture", "detail": "full"},
     )
     assert [hit["item"]["title"] for hit in found.structured_content["hits"]] == ["OAuth flows"]
     assert "[acme/architecture/auth]" in tool_text(found)
