@@ -72,11 +72,11 @@ def test_the_migration_gives_each_embedded_item_its_vector_as_passage_0_then_the
 
 @pytest.mark.django_db(transaction=True)
 def test_items_cut_before_heading_paths_keep_their_passages_until_the_re_cut_embeds_the_paths(cast):
-    """Migration 0020: an item of several passages embedded without heading paths is cut again; a short
+    """Migration 0025: an item of several passages embedded without heading paths is cut again; a short
     one is left alone."""
     from knowledge import services
 
-    before = [("knowledge", "0019_item_pending_index")]
+    before = [("knowledge", "0024_item_pending_index")]
     long = services.item_create(project=cast.project, title="Runbook", content=LONG)
     short = services.item_create(
         project=cast.project, title="Short", content="Sessions expire after 2 hours."
