@@ -2,7 +2,7 @@
 
 An agent's client sends the tool list with every request of a session, so its size is a fixed cost on
 every turn (measured before this rule: 42,439 characters for 17 tools, 58 % of it output schemas; see
-docs/adr/0007-a-lean-tool-list-with-a-gateway.md). Two rules keep it small by construction:
+docs/adr/0010-a-lean-tool-list-with-a-gateway.md). Two rules keep it small by construction:
 
 - **Lean schemas.** A listed tool carries its description and its input schema with one example, and no
   output schema (its structured content is still sent; the text content says what it holds). Pydantic's

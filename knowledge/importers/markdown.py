@@ -1,7 +1,7 @@
 """Markdown notes (Obsidian, basic-memory): YAML frontmatter gives the title, tags, created/updated and
 permalink and space; without it the first heading (of any level, setext included) or the file name is the
 title. The folders name the note's space (unless its frontmatter names one) and, as they always did, its
-tags (docs/adr/0007-spaces.md)."""
+tags (docs/adr/0009-spaces-from-folders.md)."""
 
 from __future__ import annotations
 

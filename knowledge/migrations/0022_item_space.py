@@ -13,7 +13,7 @@ from django.db import migrations, models
 from knowledge.spaces import folder_space
 
 # Before this migration the Markdown importer turned a note's folders into tags only; it now puts the
-# note in the space its folders name too (docs/adr/0007-spaces.md). The notes imported before get their
+# note in the space its folders name too (docs/adr/0009-spaces-from-folders.md). The notes imported before get their
 # space from their source's path: a zip's (below the folder the whole zip sits in, as the importer
 # reads it) or a repository's (git:<repository>:<path>). A note known by its frontmatter permalink says
 # nothing of its folders and stays at the root. Runs between the history triggers' removal and their
