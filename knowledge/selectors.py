@@ -617,9 +617,8 @@ def digest_for(*, project: Project, since, until) -> Digest:
 
 # ----- what changed since a time (the session digest) ---------------------------------------------
 
-# What a version says happened to its item, as the digest names it. Hook for supersede relations (branch
-# relations, not merged here): their history is RelationEvent (pgh_label "relate", kind "supersedes");
-# items_changed should add "superseded" to the target item of each such event recorded since the time.
+# What a version says happened to its item, as the digest names it. "superseded" is read from the
+# relation history instead (a supersedes relation made since the time, on its target).
 CHANGE_KINDS = {
     "create": "created",
     "import": "updated",
@@ -671,6 +670,22 @@ def items_changed(*, projects, since: datetime, limit: int = 50) -> tuple[list[I
         change.update(
             at=version.pgh_created_at, user=version.user_name, channel=version.context.get("channel")
         )
+    superseded = (
+        RelationEvent.objects.filter(
+            project__in=projects, pgh_created_at__gte=since, pgh_label="relate", kind=RelationKind.SUPERSEDES
+        )
+        .select_related("project")
+        .order_by("pgh_id")
+        .only("target_id", "pgh_context", "pgh_created_at", "project__slug")
+    )
+    for event in superseded:
+        change = changes.setdefault(event.target_id, {"kinds": [], "project": event.project.slug})
+        if "superseded" not in change["kinds"]:
+            change["kinds"].append("superseded")
+        if event.pgh_created_at >= change.get("at", event.pgh_created_at):
+            change.update(
+                at=event.pgh_created_at, user=change.get("user"), channel=event.context.get("channel")
+            )
     newest = sorted(changes.items(), key=lambda pair: pair[1]["at"], reverse=True)[:limit]
     items = KnowledgeItem.objects.filter(pk__in=[pk for pk, _c in newest]).only("pk", "title", "space")
     by_id = {item.pk: item for item in items}

@@ -46,7 +46,7 @@ from knowledge.ranking.signals import (
     RECENCY_WEIGHT,
     SCORE_CAP,
 )
-from knowledge.selectors import NEAR_DUPLICATE_COSINE, near_duplicates
+from knowledge.selectors import NEAR_DUPLICATE_COSINE, checked_space, near_duplicates
 from knowledge.targets import path_error
 from knowledge.text import PROPOSAL_MARKERS
 from mcpserver.access import (
@@ -236,10 +236,12 @@ def memory_context(
     limit: int = 10,
     detail: str = BRIEF,
     project: str | None = None,
+    space: str | None = None,
 ) -> Outcome:
     for path in paths:
         if error := path_error(path):
             raise ApplicationError(error, field="paths")
+    space = checked_space(space)
     readable = list(readable_projects(caller))
     projects = None
     if project:
@@ -253,6 +255,7 @@ def memory_context(
         query=query or None,
         branch=branch or None,
         limit=limit,
+        space=space,
     )
     data = context_data(context, detail=detail, budget_tokens=budget_tokens)
     return Outcome(data=data, text=_context_text(data))

@@ -564,6 +564,7 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
         limit: Annotated[int, Field(ge=1, le=ITEMS_LIMIT_MAX, description="Items at most.")] = 10,
         detail: Detail = BRIEF,
         project: Annotated[str | None, Field(max_length=100, description="One project's slug.")] = None,
+        space: Space = None,
     ) -> CallToolResult:
         return await _run(
             caller_for,
@@ -576,6 +577,7 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
             limit=limit,
             detail=detail,
             project=project,
+            space=space,
         )
 
     @server.tool(

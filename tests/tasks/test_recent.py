@@ -1,5 +1,5 @@
 """The session digest: GET /api/v1/recent/ and MCP memory_recent list what changed in the project since a
-time (items created, updated, moved, trashed or moved to tasks; tasks created or moved; commits synced from
+time (items created, updated, moved, superseded, trashed or moved to tasks; tasks created or moved; commits synced from
 a real repository), read from the history the product records, and nothing from before or elsewhere."""
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def changes(cast, tmp_path, settings, data_dir):
             ("edited", "Edited later"),
             ("moved", "Moved later"),
             ("trashed", "Trashed later"),
+            ("replaced", "Replaced later"),
         ]
     }
     wish = make_item(cast.project, "TODO: dark mode", "Please.")
@@ -51,6 +52,7 @@ def changes(cast, tmp_path, settings, data_dir):
     services.item_update(item=past["edited"], content="Edited later, and now.")
     services.items_move(item_ids=[past["moved"].pk], space="archive/2026")
     services.item_delete(item=past["trashed"])
+    newer = services.supersede(item=past["replaced"], title="Replaced now", content="The new version.")
     wished = task_services.wish_to_task(item=wish, created_by=cast.owner)
     task_services.task_update(task=old_task, status=Status.IN_PROGRESS)
     time.sleep(1.1)  # git dates a commit to the second: this one falls after ``since``
@@ -61,6 +63,7 @@ def changes(cast, tmp_path, settings, data_dir):
         "since": since,
         "past": past,
         "fresh": fresh,
+        "newer": newer,
         "wish": wish,
         "wished": wished,
         "old_task": old_task,
@@ -80,9 +83,11 @@ def test_recent_and_memory_recent_list_each_kind_of_change_since_the_time_and_no
         past["edited"].pk: ["updated"],
         past["moved"].pk: ["moved"],
         past["trashed"].pk: ["trashed"],
+        past["replaced"].pk: ["superseded"],
+        changes["newer"].pk: ["created"],
         changes["wish"].pk: ["moved to tasks"],
     }
-    assert body["items_total"] == 5
+    assert body["items_total"] == 7
     moved = next(row for row in body["items"] if row["id"] == past["moved"].pk)
     assert (moved["space"], moved["project"]) == ("archive/2026", "acme")
     assert {(row["short_id"], row["created"], row["status"]) for row in body["tasks"]} == {
@@ -107,7 +112,7 @@ def test_recent_and_memory_recent_list_each_kind_of_change_since_the_time_and_no
 
 def test_recent_takes_an_age_and_a_limit_and_counts_what_it_leaves_out(cast, owner_api, changes):
     body = owner_api.get("/api/v1/recent/", {"since": "1h", "limit": 2}).json()
-    assert len(body["items"]) == 2 and body["items_total"] == 6  # every item of acme, changed this hour
+    assert len(body["items"]) == 2 and body["items_total"] == 8  # every item of acme, changed this hour
     assert body["items"][0]["id"] == changes["wish"].pk  # the most recent change first
     later = owner_api.get("/api/v1/recent/", {"since": "2099-01-01"}).json()
     assert (later["items_total"], later["tasks_total"], later["commits_total"]) == (0, 0, 0)
