@@ -291,8 +291,10 @@ def item_update(
     ``by_agent``: True when an agent wrote the change (the item waits for review again), False when a
     person did (their edit is a review), None to leave the review state as it is."""
     with transaction.atomic(), history_context(action=action):
-        # Lock the row: two clients editing one item at once must not lose either edit.
-        current = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        # Lock the row: two clients editing one item at once must not lose either edit. FOR NO KEY UPDATE
+        # (no key changes): rows that point at this item (passages, review pairs, relations) written by
+        # another edit meanwhile take a key-share lock on it, which FOR UPDATE would make a deadlock.
+        current = KnowledgeItem.objects.select_for_update(no_key=True).get(pk=item.pk)
         if expected_version is not None:
             version = selectors.item_version(item_id=current.pk)
             if version != expected_version:
@@ -448,7 +450,7 @@ def items_approve(*, item_ids: Iterable[int], projects) -> list[int]:
     with transaction.atomic(), history_context(action=Action.APPROVE):
         # Locked, then changed: a second reviewer's lock waits for the first one's commit, and PostgreSQL
         # then reads the row again, no longer unreviewed, so the second approves nothing.
-        waiting = KnowledgeItem.objects.select_for_update().filter(
+        waiting = KnowledgeItem.objects.select_for_update(no_key=True).filter(
             pk__in=list(item_ids), project__in=projects
         )
         ids = sorted(waiting.unreviewed().alive().values_list("pk", flat=True))
@@ -553,7 +555,9 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
     done = 0
     with transaction.atomic():
         items = list(
-            KnowledgeItem.objects.select_for_update(skip_locked=True).filter(pk__in=list(item_ids)).pending()
+            KnowledgeItem.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(pk__in=list(item_ids))
+            .pending()
         )
         written = _embed_into(items) if items else None
         if written is not None:
@@ -568,13 +572,13 @@ def items_embed(*, item_ids: Iterable[int]) -> int:
 
 def items_cut_passages(*, batch: int = 32) -> int:
     """Cut into passages up to ``batch`` of the items a migration left uncut (0016: one passage each,
-    their old whole-text vector; 0020: windows embedded without their headings' path); how many it did.
+    their old whole-text vector; 0025: windows embedded without their headings' path); how many it did.
     An item that fits one window keeps that passage, which is already its cut; a longer one is embedded
     again, passages and all. If the model is unavailable, the items stay as they are (searchable by
     their old passages) for the next run."""
     with transaction.atomic():
         items = list(
-            KnowledgeItem.objects.select_for_update(skip_locked=True)
+            KnowledgeItem.objects.select_for_update(skip_locked=True, no_key=True)
             .filter(passages_cut=False)
             .embedded()
             .order_by("id")
