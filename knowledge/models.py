@@ -384,6 +384,8 @@ class ImportJob(models.Model):
     # A dry run too large to answer inline (CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS): the worker writes
     # nothing, and the job ends previewed (a draft holding its report) that a confirmation imports.
     dry_run = models.BooleanField(default=False)
+    # Queued with an agent's key: what the job creates or changes waits in the review inbox.
+    by_agent = models.BooleanField(default=False, db_default=False)
     # The uploaded bytes, emptied once the job has read them.
     payload = models.BinaryField(default=bytes, editable=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

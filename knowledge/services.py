@@ -1331,11 +1331,13 @@ def import_job_create(
     queue: bool = True,
     dry_run: bool = False,
     total: int | None = None,
+    by_agent: bool = False,
 ) -> ImportJob:
     """Queue the import of an upload (or with ``queue=False`` keep it as a draft that
     ``import_job_confirm`` queues; with ``dry_run``, queue its dry run, which ends as such a draft); a
     zip that must not be unpacked, or whose members are corrupt, is refused now, not by the job. A job
-    the task queue refuses is deleted again (ImportNotQueued). ``total``: its records, counted already."""
+    the task queue refuses is deleted again (ImportNotQueued). ``total``: its records, counted already.
+    ``by_agent``: queued with an agent's key (what the job writes waits for review)."""
     importers.check_format(format)
     _check_size(name, data)
     if importers.archive.is_zip(name, data):
@@ -1351,6 +1353,7 @@ def import_job_create(
             file_name=name[:300],
             prune=prune,
             dry_run=dry_run,
+            by_agent=by_agent,
             status=status,
             total=total if dry_run else 0,
             heartbeat_at=timezone.now() if queue else None,
@@ -1372,7 +1375,14 @@ def _store_upload(job: ImportJob, data: bytes) -> None:
 
 
 def import_dry_run(
-    *, project: Project, format: str, name: str, data: bytes, created_by=None, prune: bool = False
+    *,
+    project: Project,
+    format: str,
+    name: str,
+    data: bytes,
+    created_by=None,
+    prune: bool = False,
+    by_agent: bool = False,
 ) -> ImportReport | ImportJob:
     """What importing an upload would do, writing nothing. Its report, answered inline, for an upload
     of at most CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS records and _INLINE_MB megabytes; above, the
@@ -1404,6 +1414,7 @@ def import_dry_run(
         prune=prune,
         dry_run=True,
         total=total,
+        by_agent=by_agent,
     )
 
 
@@ -1595,6 +1606,7 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
                 dry_run=job.dry_run,
                 atomic=False,
                 progress=progress,
+                by_agent=job.by_agent,
             )
     except ImportInterrupted as exc:
         current = ImportJob.objects.get(pk=job.pk)

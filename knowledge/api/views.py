@@ -542,13 +542,25 @@ class ImportCreateApi(APIView):
         prune = query_flag(request, "prune")
         if query_flag(request, "dry_run"):
             report = services.import_dry_run(
-                project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
+                project=project,
+                format=format,
+                name=name,
+                data=data,
+                prune=prune,
+                created_by=request.user,
+                by_agent=by_agent(request),
             )
             if not isinstance(report, ImportJob):
                 return Response({"format": format, "dry_run": True, **report.summary()})
             return _accepted(request, report)  # too large to answer now: a dry-run job
         job = services.import_job_create(
-            project=project, format=format, name=name, data=data, prune=prune, created_by=request.user
+            project=project,
+            format=format,
+            name=name,
+            data=data,
+            prune=prune,
+            created_by=request.user,
+            by_agent=by_agent(request),
         )
         return _accepted(request, job)
 

@@ -133,3 +133,31 @@ def test_the_dashboard_sends_a_large_dry_run_to_its_job_page_which_shows_the_rep
     with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
         wait_for(lambda: ImportJob.objects.get(pk=job.pk).status == "done", "the import's end")
     assert KnowledgeItem.objects.count() == ROWS
+
+
+def test_a_job_queued_with_an_agents_key_writes_items_that_wait_for_review(cast, celery_broker):
+    """Through the worker, as through MCP or the inline import: an agent's import arrives unreviewed;
+    a person's key's does not."""
+    from rest_framework.test import APIClient
+
+    from accounts import services as account_services
+
+    created = account_services.api_key_create(
+        owner=cast.owner,
+        name="claude",
+        scopes=["read", "write", "admin"],
+        project=cast.project,
+        is_agent=True,
+    )
+    agent = APIClient()
+    agent.credentials(HTTP_AUTHORIZATION=f"Bearer {created.secret}")
+    by_agent = upload(agent, "agent.csv", facts(3))
+    by_person = upload(
+        api_client_for(cast.owner), "person.csv", b"title,content\nMine,Written by a person.\n"
+    )
+    assert by_agent.status_code == by_person.status_code == 202, (by_agent.content, by_person.content)
+    for response in (by_agent, by_person):
+        finished(api_client_for(cast.owner), response["Location"], "done")
+    assert ImportJob.objects.get(pk=by_agent.json()["id"]).by_agent is True
+    unreviewed = dict(KnowledgeItem.objects.values_list("title", "unreviewed"))
+    assert unreviewed == {"Fact 0": True, "Fact 1": True, "Fact 2": True, "Mine": False}
