@@ -350,10 +350,15 @@ def items_move(*, item_ids: Iterable[int], space: str | None) -> int:
 
 
 def item_revert(*, item: KnowledgeItem, version: ItemVersion) -> KnowledgeItem:
-    """Make ``version``'s title, content and tags current again: a new version, re-embedded."""
+    """Make ``version``'s title, content, tags and space current again: a new version, re-embedded."""
     with history_context(restored_version=version.pk):
         return item_update(
-            item=item, title=version.title, content=version.content, tags=version.tags, action=Action.RESTORE
+            item=item,
+            title=version.title,
+            content=version.content,
+            tags=version.tags,
+            space=version.space,
+            action=Action.RESTORE,
         )
 
 
@@ -757,7 +762,13 @@ class SnapshotPlan:
 
 
 def _same_text(item: KnowledgeItem, version: ItemVersion) -> bool:
-    return (item.title, item.content, list(item.tags)) == (version.title, version.content, list(version.tags))
+    """Whether ``item`` reads as ``version`` (its text, tags and space)."""
+    return (item.title, item.content, list(item.tags), item.space) == (
+        version.title,
+        version.content,
+        list(version.tags),
+        version.space,
+    )
 
 
 def snapshot_plan(*, snapshot: Snapshot) -> SnapshotPlan:
@@ -765,7 +776,7 @@ def snapshot_plan(*, snapshot: Snapshot) -> SnapshotPlan:
     targets = {v.pgh_obj_id: v for v in ItemVersion.objects.filter(pk__in=snapshot.versions)}
     plan = SnapshotPlan(targets=targets)
     items = KnowledgeItem.objects.filter(project=snapshot.project).only(
-        "title", "content", "tags", "deleted_at"
+        "title", "content", "tags", "space", "deleted_at"
     )
     for item in items.order_by("id"):
         target = targets.get(item.pk)

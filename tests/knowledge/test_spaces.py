@@ -226,3 +226,19 @@ def test_moving_items_records_a_version_each_and_names_the_move(cast):
     assert services.items_move(item_ids=[one.pk, two.pk], space="archive") == 0  # already there: no version
     versions = ItemVersion.objects.filter(pgh_obj_id__in=[one.pk, two.pk], space="archive")
     assert versions.count() == 2 and {v.action for v in versions} == {"move"}
+
+
+def test_restoring_a_version_or_a_snapshot_puts_the_item_back_in_its_space(cast):
+    item = services.item_create(
+        project=cast.project, title="OAuth flows", content="Sign-in uses OAuth.", space="architecture"
+    )
+    first = item.versions.order_by("pgh_id").first()
+    snapshot = services.snapshot_create(project=cast.project, name="before the move")
+    services.items_move(item_ids=[item.pk], space="archive")
+    services.item_revert(item=item, version=first)
+    assert KnowledgeItem.objects.get(pk=item.pk).space == "architecture"
+
+    services.items_move(item_ids=[item.pk], space="archive")
+    plan = services.snapshot_restore(snapshot=snapshot)
+    assert plan.revert == [item.pk]  # a move alone is a change a snapshot undoes
+    assert KnowledgeItem.objects.get(pk=item.pk).space == "architecture"
