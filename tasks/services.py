@@ -147,7 +147,7 @@ def wish_to_task(*, item: KnowledgeItem, created_by=None) -> Task:
     """Move a wish out of memory into a task: title and description without the marker and capitalised,
     tags, a link back."""
     with transaction.atomic():
-        item = KnowledgeItem.objects.select_for_update().get(pk=item.pk)
+        item = KnowledgeItem.objects.select_for_update(no_key=True).get(pk=item.pk)
         if item.archived_at is not None or Task.objects.filter(source_item=item).exists():
             raise ValidationError({"item": ALREADY_MOVED})
         if not item.is_proposal:
