@@ -5,7 +5,13 @@ from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import MultiPartParser
@@ -700,50 +706,54 @@ class ItemApproveApi(APIView):
         return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
 
 
-class ItemsApproveApi(APIView):
-    required_scope = "write"
-
-    @extend_schema(
-        operation_id="review_items_approve",
-        request=s.ItemIdsInputSerializer,
-        responses={
-            200: inline_serializer(
-                "Approved", {"approved": serializers.ListField(child=serializers.IntegerField())}
-            ),
-            404: ERROR_RESPONSE,
-            **COMMON_ERRORS,
-        },
-        description="Approve the unreviewed items among ids; answers those this call approved.",
-    )
-    def post(self, request):
-        data = validated(s.ItemIdsInputSerializer, request.data)
-        items = _writable_items(request, data["ids"])
-        projects = [item.project_id for item in items]
-        return Response(
-            {"approved": services.items_approve(item_ids=[i.pk for i in items], projects=projects)}
+def bulk_review_schema(operation_id: str, answer: str, description: str):
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id,
+            request=s.ItemIdsInputSerializer,
+            responses={
+                200: inline_serializer(
+                    answer.title(), {answer: serializers.ListField(child=serializers.IntegerField())}
+                ),
+                404: ERROR_RESPONSE,
+                **COMMON_ERRORS,
+            },
+            description=description,
         )
-
-
-class ItemsTrashApi(APIView):
-    required_scope = "write"
-
-    @extend_schema(
-        operation_id="review_items_trash",
-        request=s.ItemIdsInputSerializer,
-        responses={
-            200: inline_serializer(
-                "Trashed", {"trashed": serializers.ListField(child=serializers.IntegerField())}
-            ),
-            404: ERROR_RESPONSE,
-            **COMMON_ERRORS,
-        },
-        description="Move the items ids to the trash (from which they can be restored).",
     )
+
+
+class ItemsBulkApi(APIView):
+    """A review action on many items at once: ``service`` applies it to the writable items among ``ids``
+    and returns the ids it acted on, answered under ``answer``."""
+
+    required_scope = "write"
+    answer: str
+    service: staticmethod
+
     def post(self, request):
         data = validated(s.ItemIdsInputSerializer, request.data)
         items = _writable_items(request, data["ids"])
-        projects = [item.project_id for item in items]
-        return Response({"trashed": services.items_trash(item_ids=[i.pk for i in items], projects=projects)})
+        acted = self.service(item_ids=[i.pk for i in items], projects=[i.project_id for i in items])
+        return Response({self.answer: acted})
+
+
+@bulk_review_schema(
+    "review_items_approve",
+    "approved",
+    "Approve the unreviewed items among ids; answers those this call approved.",
+)
+class ItemsApproveApi(ItemsBulkApi):
+    answer = "approved"
+    service = staticmethod(services.items_approve)
+
+
+@bulk_review_schema(
+    "review_items_trash", "trashed", "Move the items ids to the trash (from which they can be restored)."
+)
+class ItemsTrashApi(ItemsBulkApi):
+    answer = "trashed"
+    service = staticmethod(services.items_trash)
 
 
 class PairResolveApi(APIView):
