@@ -262,6 +262,32 @@ def test_the_inbox_approves_and_trashes_one_by_one_or_in_bulk(cast):
     assert again.status_code == 409
 
 
+def test_the_api_approves_and_trashes_in_bulk_and_answers_what_it_did(cast):
+    items = [
+        services.item_create(
+            project=cast.project, title=f"Agent note {n}", content=f"Fact {n}.", by_agent=True
+        )
+        for n in range(3)
+    ]
+    theirs = services.item_create(
+        project=cast.other_project, title="Theirs", content="Not yours.", by_agent=True
+    )
+    api = api_client_for(cast.member)
+    ids = [items[0].pk, items[1].pk, theirs.pk]  # another project's item is not seen, so not acted on
+    approved = api.post("/api/v1/review/items/approve/", {"ids": ids}, format="json")
+    assert approved.json() == {"approved": [items[0].pk, items[1].pk]}
+    trashed = api.post("/api/v1/review/items/trash/", {"ids": [items[2].pk]}, format="json")
+    assert trashed.json() == {"trashed": [items[2].pk]}
+    assert list(KnowledgeItem.objects.unreviewed().alive()) == [theirs]
+    assert api.post("/api/v1/review/items/trash/", {"ids": [theirs.pk]}, format="json").status_code == 404
+    viewer = api_client_for(cast.viewer).post(
+        "/api/v1/review/items/trash/", {"ids": [items[0].pk]}, format="json"
+    )
+    assert viewer.status_code == 403
+    refused = api.post("/api/v1/review/items/approve/", {"ids": "x"}, format="json")
+    assert refused.status_code == 400 and "ids" in refused.json()
+
+
 # ----- access ----------------------------------------------------------------------------------------
 
 
