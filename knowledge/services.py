@@ -1297,13 +1297,15 @@ def import_upload(
     atomic: bool = True,
     progress: Callable[[int, int], None] | None = None,
     by_agent: bool = False,
+    total: int | None = None,
 ) -> ImportReport:
     """Import one uploaded file (or zip of files) in ``format`` into ``project``: the one way in for the
     API, the dashboard, the MCP tools, a job and a repository's knowledge sources. The upload is read
-    twice as a stream: once to count its records (TooManyRows before anything is written), once to
-    import them."""
+    twice as a stream: once to count its records (TooManyRows before anything is written; ``total``:
+    counted already), once to import them."""
     _check_size(name, data)
-    total = import_rows_counted(format=format, name=name, data=data)
+    if total is None:
+        total = import_rows_counted(format=format, name=name, data=data)
     return items_import(
         records=importers.records_from(format=format, name=name, data=data),
         total=total,
@@ -1407,14 +1409,8 @@ def import_dry_run(
     total = import_rows_counted(format=format, name=name, data=data)
     inline_bytes = settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_MB * 1024 * 1024
     if total <= settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS and len(data) <= inline_bytes:
-        return items_import(
-            records=importers.records_from(format=format, name=name, data=data),
-            total=total,
-            default_project=project,
-            projects_by_slug={project.slug: project},
-            format=format,
-            dry_run=True,
-            prune=prune,
+        return import_upload(
+            project=project, format=format, name=name, data=data, dry_run=True, prune=prune, total=total
         )
     return import_job_create(
         project=project,
