@@ -699,8 +699,8 @@ def supersede(
     tags: list[str] | None = None,
     by_agent: bool = False,
 ) -> KnowledgeItem:
-    """Replace ``item`` with a new version in one step: create the new item (with the old one's tags
-    unless ``tags`` are given), link it ``supersedes`` the old one, and move the old one to the trash
+    """Replace ``item`` with a new version in one step: create the new item (in the old one's space, with
+    its tags unless ``tags`` are given), link it ``supersedes`` the old one, and move the old one to the trash
     if ``trash_old`` (otherwise it stays, marked superseded, as history). Sends ``item_superseded``
     inside the transaction, as item_changed is sent."""
     with transaction.atomic(), history_context(superseded=item.pk):
@@ -709,6 +709,7 @@ def supersede(
             title=title,
             content=content,
             tags=list(item.tags) if tags is None else tags,
+            space=item.space,
             created_by=actor,
             by_agent=by_agent,  # an agent's new version waits for review, as any item it writes
         )

@@ -117,6 +117,15 @@ class ItemCreateInputSerializer(InputSerializer):
     valid_until = serializers.DateField(required=False, allow_null=True, help_text=VALID_UNTIL_HELP)
 
 
+class ItemSupersedeInputSerializer(InputSerializer):
+    title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH)
+    content = StrictCharField(max_length=settings.CONTEXTFORGE_MAX_CONTENT_LENGTH, trim_whitespace=False)
+    tags = tags_field(required=False)  # by default the old item's
+    trash_old = serializers.BooleanField(
+        default=False, help_text="Move the old item to the trash; by default it stays, marked superseded."
+    )
+
+
 class ItemUpdateInputSerializer(InputSerializer):
     title = NameField(max_length=settings.CONTEXTFORGE_MAX_TITLE_LENGTH, required=False)
     content = StrictCharField(

@@ -35,6 +35,7 @@ urlpatterns = [
     path("imports/<int:pk>/resume/", views.ImportResumeApi.as_view(), name="import-resume"),
     path("search/", views.SearchApi.as_view(), name="search"),
     path("items/<int:pk>/confirm/", views.ItemConfirmApi.as_view(), name="item-confirm"),
+    path("items/<int:pk>/supersede/", views.ItemSupersedeApi.as_view(), name="item-supersede"),
     path("review/", views.ReviewQueueApi.as_view(), name="review"),
     path("review/items/approve/", views.ItemsApproveApi.as_view(), name="review-approve"),
     path("review/items/trash/", views.ItemsTrashApi.as_view(), name="review-trash"),

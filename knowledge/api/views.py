@@ -663,6 +663,25 @@ class ItemConfirmApi(APIView):
         return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
 
 
+class ItemSupersedeApi(APIView):
+    required_scope = "write"
+
+    @extend_schema(
+        operation_id="items_supersede",
+        request=s.ItemSupersedeInputSerializer,
+        responses={201: s.ItemOutputSerializer, 404: ERROR_RESPONSE, **COMMON_ERRORS},
+        description="Replace the item with a new version in one step: the new item (in the old one's "
+        "space, with its tags unless given) supersedes it; the old item stays as history, marked superseded, "
+        "or goes to the trash with trash_old. Answers the new item.",
+    )
+    def post(self, request, pk: int):
+        item = selectors.item_get(projects=request_projects(request), pk=pk)
+        ensure_may(request, item.project, "write")
+        data = validated(s.ItemSupersedeInputSerializer, request.data)
+        new = services.supersede(item=item, actor=request.user, by_agent=by_agent(request), **data)
+        return item_response(new, status.HTTP_201_CREATED)
+
+
 class ReviewQueueApi(APIView):
     required_scope = "read"
 

@@ -139,3 +139,33 @@ def test_trashing_an_item_takes_its_relations_out_of_hits_until_it_is_restored(c
         old.pk: new.pk,
         new.pk: None,
     }
+
+
+def test_supersede_over_the_api_makes_the_new_version_in_the_old_ones_space(cast, pair):
+    old, _new = pair
+    services.items_move(item_ids=[old.pk], space="ops/ci")
+    old.refresh_from_db()
+    api = api_client_for(cast.member, project=cast.project)
+    body = {"title": "Deploys run on Buildkite", "content": "The deploy pipeline runs on Buildkite."}
+    made = api.post(f"/api/v1/items/{old.pk}/supersede/", body, format="json")
+    assert made.status_code == 201, made.json()
+    assert (made.json()["title"], made.json()["space"], made.json()["tags"]) == (
+        body["title"],
+        "ops/ci",
+        old.tags,
+    )
+    [link] = api.get(f"/api/v1/items/{old.pk}/relations/").json()
+    assert (link["label"], link["item"]["id"], link["in_trash"]) == (
+        "superseded by",
+        made.json()["id"],
+        False,
+    )
+    trashed = api.post(
+        f"/api/v1/items/{made.json()['id']}/supersede/", {**body, "trash_old": True}, format="json"
+    )
+    assert api.get(f"/api/v1/items/{made.json()['id']}/").status_code == 404  # in the trash
+    assert trashed.status_code == 201
+    refused = api.post(f"/api/v1/items/{old.pk}/supersede/", {"title": "No text"}, format="json")
+    assert refused.status_code == 400 and "content" in refused.json()
+    viewer = api_client_for(cast.viewer, project=cast.project)
+    assert viewer.post(f"/api/v1/items/{old.pk}/supersede/", body, format="json").status_code == 403
