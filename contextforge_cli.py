@@ -258,8 +258,10 @@ def context(client: Client, args: argparse.Namespace) -> Any:
     for name in ("query", "branch", "project", "space"):
         if getattr(args, name, None):
             body[name] = getattr(args, name)
-    if args.budget:
+    if args.budget is not None:
         body["budget_tokens"] = args.budget
+    if args.window_days is not None:
+        body["window_days"] = args.window_days
     return client.json("POST", "context/", body=body)
 
 
@@ -492,6 +494,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--query", help="What you are doing, to rank by (default: the paths' own text).")
     p.add_argument("--branch", help="The branch you are on.")
     p.add_argument("--budget", type=int, help="Answer within this many tokens.")
+    p.add_argument(
+        "--window-days", type=int, metavar="DAYS", help="The commits of the last DAYS days (default 30)."
+    )
     p.add_argument("--project", help="The project (slug).")
     p.set_defaults(run=context, text=context_text)
 

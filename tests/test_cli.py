@@ -129,6 +129,9 @@ def test_refused_input_and_a_refused_key_exit_with_their_codes(cast, keys, http_
     )
     since = contextforge("recent", "--since", "yesterday", url=url, key=keys["read"])
     assert since.returncode == cli.REFUSED_INPUT and "since: Not a time" in since.stderr
+    for option, field in (("--window-days", "window_days"), ("--budget", "budget_tokens")):
+        zero = contextforge("context", "--paths", "src/a.py", option, "0", url=url, key=keys["read"])
+        assert zero.returncode == cli.REFUSED_INPUT and f"(400): {field}: " in zero.stderr, option
     read_only = contextforge("add", url=url, key=keys["read"], stdin="# Nope\n\nNo.")
     assert read_only.returncode == cli.REFUSED_KEY and "(403)" in read_only.stderr
     unknown = contextforge("recent", url=url, key="cf_live_not-a-key")
