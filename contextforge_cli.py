@@ -248,6 +248,8 @@ def get(client: Client, args: argparse.Namespace) -> Any:
 
 
 def context(client: Client, args: argparse.Namespace) -> Any:
+    if args.paths is None and args.git_diff is None:
+        raise Failure("Give --paths PATH … or --git-diff [BASE].", USAGE)
     paths = list(args.paths or [])
     if args.git_diff is not None:
         paths += changed_paths(args.git_diff or None)
@@ -483,7 +485,12 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "context", parents=[common], help="What the team knows about the files you work on."
     )
-    p.add_argument("--paths", nargs="+", metavar="PATH", help="Repository-relative paths.")
+    p.add_argument(
+        "--paths",
+        nargs="*",
+        metavar="PATH",
+        help="Repository-relative paths (none, as a hook may pass for an empty commit: nothing to say).",
+    )
     p.add_argument(
         "--git-diff",
         nargs="?",
@@ -565,7 +572,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             if args.json:
                 print(json.dumps(data, ensure_ascii=False, indent=2))
             else:
-                print(args.text(data))
+                print(_text(args, client, data))
     except Failure as failure:
         print(f"contextforge: {failure}", file=sys.stderr)
         return failure.code
@@ -575,6 +582,17 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         sys.stderr.close()
         return OK
     return OK
+
+
+def _text(args: argparse.Namespace, client: Client, data: Any) -> str:
+    """The answer in plain text; a JSON answer without the API's fields is not ContextForge's."""
+    try:
+        return str(args.text(data))
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        raise Failure(
+            f"{client.base} answered, but not as ContextForge's API does: is CONTEXTFORGE_URL the server's address?",
+            UNREACHABLE,
+        ) from None
 
 
 def run() -> None:
