@@ -499,7 +499,8 @@ def parser() -> argparse.ArgumentParser:
         help="Add the paths the working tree changed; with BASE, also those the branch changed since BASE.",
     )
     p.add_argument("--query", help="What you are doing, to rank by (default: the paths' own text).")
-    p.add_argument("--branch", help="The branch you are on.")
+    p.add_argument("--branch", help="Only commits of the repositories syncing this branch.")
+    p.add_argument("--space", help="Only items in this space or one below it.")
     p.add_argument("--budget", type=int, help="Answer within this many tokens.")
     p.add_argument(
         "--window-days", type=int, metavar="DAYS", help="The commits of the last DAYS days (default 30)."

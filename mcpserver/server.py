@@ -598,10 +598,11 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
         description=(
             "Search the team's memory (decisions, conventions, how-tos, gotchas) for what is relevant to "
             "a question or task. Call it before answering questions about this codebase or its history. "
-            "Returns the best items first, each with its score and its breakdown: cosine (semantic "
-            f"similarity), recency (fresh items get up to +{RECENCY_WEIGHT:.0%}), git (items whose referenced "
-            f"files were committed in the last {GIT_WINDOW_DAYS} days get up to +{GIT_WEIGHT:.0%}) and "
-            f"proposal_penalty ({MARKERS_SHORT} items score x{PROPOSAL_PENALTY:g}). Items tagged "
+            "Returns the best items first with their scores; detail=full adds whole texts and each "
+            "score's breakdown: cosine (semantic similarity), recency (fresh items get up to "
+            f"+{RECENCY_WEIGHT:.0%}), git (items whose files were committed in the last {GIT_WINDOW_DAYS} "
+            f"days get up to +{GIT_WEIGHT:.0%}), proposal_penalty ({MARKERS_SHORT} items score "
+            f"x{PROPOSAL_PENALTY:g}). Items tagged "
             f"'{TEST_TAG}' are left out unless tags includes '{TEST_TAG}'."
         ),
     )

@@ -56,7 +56,8 @@ class ContextInputSerializer(InputSerializer):
     branch = StrictCharField(
         required=False,
         max_length=255,
-        help_text="Only commits of the repositories that sync this branch; default: every repository.",
+        help_text="Only commits of the repositories that sync this branch (by name, or as the remote's default "
+        "branch); default: every repository.",
     )
     budget_tokens = serializers.IntegerField(
         required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, help_text=BUDGET_HELP
