@@ -503,7 +503,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--space", help="Only items in this space or one below it.")
     p.add_argument("--budget", type=int, help="Answer within this many tokens.")
     p.add_argument(
-        "--window-days", type=int, metavar="DAYS", help="The commits of the last DAYS days (default 30)."
+        "--window-days",
+        type=int,
+        metavar="DAYS",
+        help="The commits of the last DAYS days (default: the server's, 30).",
     )
     p.add_argument("--project", help="The project (slug).")
     p.set_defaults(run=context, text=context_text)

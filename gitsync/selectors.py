@@ -197,8 +197,9 @@ def changes_to(
     limit: int = 10,
 ) -> list[Change]:
     """The latest commits since ``since`` of the projects' enabled repositories (those syncing ``branch``,
-    when given, by name or as the remote's default branch) that changed one of ``files`` or a file under one of ``folders`` (each ending in '/'),
-    newest first, each with the files of it that matched (a rename's old side included)."""
+    when given, by name or as the remote's default branch) that changed one of ``files`` or a file under
+    one of ``folders`` (each ending in '/'), newest first, each with the files of it that matched (a
+    rename's old side included)."""
     wanted = Q(path__in=files) | Q(old_path__in=files)
     for folder in folders:
         wanted |= Q(path__startswith=folder) | Q(old_path__startswith=folder)

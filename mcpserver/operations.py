@@ -99,7 +99,7 @@ class Outcome:
     text: str
     # Whether ``data`` goes out as the tool result's structured content. A brief answer's text is the
     # whole answer: a client may hand the model both, and a structured copy would double its tokens
-    # (docs/adr/0010-a-lean-tool-list-with-a-gateway.md, "Brief answers are text").
+    # (docs/adr/0010-a-lean-tool-list-with-a-gateway.md, "Brief answers are their text alone").
     structured: bool = True
 
 
