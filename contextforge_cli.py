@@ -248,6 +248,8 @@ def get(client: Client, args: argparse.Namespace) -> Any:
 
 
 def context(client: Client, args: argparse.Namespace) -> Any:
+    if args.paths is None and args.git_diff is None:
+        raise Failure("Give --paths PATH … or --git-diff [BASE].", USAGE)
     paths = list(args.paths or [])
     if args.git_diff is not None:
         paths += changed_paths(args.git_diff or None)
@@ -258,8 +260,10 @@ def context(client: Client, args: argparse.Namespace) -> Any:
     for name in ("query", "branch", "project", "space"):
         if getattr(args, name, None):
             body[name] = getattr(args, name)
-    if args.budget:
+    if args.budget is not None:
         body["budget_tokens"] = args.budget
+    if args.window_days is not None:
+        body["window_days"] = args.window_days
     return client.json("POST", "context/", body=body)
 
 
@@ -481,7 +485,12 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "context", parents=[common], help="What the team knows about the files you work on."
     )
-    p.add_argument("--paths", nargs="+", metavar="PATH", help="Repository-relative paths.")
+    p.add_argument(
+        "--paths",
+        nargs="*",
+        metavar="PATH",
+        help="Repository-relative paths (none, as a hook may pass for an empty commit: nothing to say).",
+    )
     p.add_argument(
         "--git-diff",
         nargs="?",
@@ -490,8 +499,15 @@ def parser() -> argparse.ArgumentParser:
         help="Add the paths the working tree changed; with BASE, also those the branch changed since BASE.",
     )
     p.add_argument("--query", help="What you are doing, to rank by (default: the paths' own text).")
-    p.add_argument("--branch", help="The branch you are on.")
+    p.add_argument("--branch", help="Only commits of the repositories syncing this branch.")
+    p.add_argument("--space", help="Only items in this space or one below it.")
     p.add_argument("--budget", type=int, help="Answer within this many tokens.")
+    p.add_argument(
+        "--window-days",
+        type=int,
+        metavar="DAYS",
+        help="The commits of the last DAYS days (default: the server's, 30).",
+    )
     p.add_argument("--project", help="The project (slug).")
     p.set_defaults(run=context, text=context_text)
 
@@ -560,7 +576,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             if args.json:
                 print(json.dumps(data, ensure_ascii=False, indent=2))
             else:
-                print(args.text(data))
+                print(_text(args, client, data))
     except Failure as failure:
         print(f"contextforge: {failure}", file=sys.stderr)
         return failure.code
@@ -570,6 +586,17 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         sys.stderr.close()
         return OK
     return OK
+
+
+def _text(args: argparse.Namespace, client: Client, data: Any) -> str:
+    """The answer in plain text; a JSON answer without the API's fields is not ContextForge's."""
+    try:
+        return str(args.text(data))
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        raise Failure(
+            f"{client.base} answered, but not as ContextForge's API does: is CONTEXTFORGE_URL the server's address?",
+            UNREACHABLE,
+        ) from None
 
 
 def run() -> None:

@@ -6,8 +6,9 @@
   with 300 open tasks: one file, three files, a folder, each with and without a query; p50 and p90 over
   every call, and the share of it spent embedding the query.
 * Brief against full: the same searches as MCP's memory_query answers them in each detail (limit 10),
-  in tokens of its text content (the embedding model's tokenizer) and characters of its structured
-  content; medians over the queries.
+  in tokens (the embedding model's tokenizer) of all the answer hands the model: its text content and,
+  when the tool sends it, its structured content (full sends it, brief does not); and a brief answer
+  with a structured copy, as sent before; medians over the queries.
 
 Run alone, it uses the ``bench_context`` database on the embedded server in var/bench.
 """
@@ -179,17 +180,60 @@ def main(argv=None) -> dict:
             }
             sizes[label] = items
 
-    # Brief against full, on the same searches.
-    brief_tokens, full_tokens, brief_chars, full_chars, brief_json, full_json = [], [], [], [], [], []
+    # Where the items bearing on one file come from: the file's siblings the repository knows, then one
+    # pass over the items' references.
+    from gitsync.selectors import files_directly_in
+    from knowledge.ranking.streams import items_naming
+    from knowledge.targets import Targets
+
+    siblings_ms, naming_ms = [], []
+    for _round in range(REPEATS):
+        for (path,) in cases["one file"]:
+            targets = Targets.of([path])
+            t0 = time.perf_counter()
+            siblings = files_directly_in(project_ids=[project.pk], folders=targets.near)
+            t1 = time.perf_counter()
+            items_naming([project.pk], sorted(set(targets.names) | siblings), targets.folders)
+            t2 = time.perf_counter()
+            siblings_ms.append((t1 - t0) * 1000)
+            naming_ms.append((t2 - t1) * 1000)
+    bearing = {
+        "siblings_p50_ms": round(statistics.median(siblings_ms), 1),
+        "naming_p50_ms": round(statistics.median(naming_ms), 1),
+    }
+
+    # Brief against full, on the same searches: what each answer hands the model (the text, and the
+    # structured content when the tool sends it), and what brief answers sent while they carried their
+    # structured content too (until this change: the text plus a JSON copy of it).
+    rows: dict[str, list[int]] = {
+        name: []
+        for name in (
+            "brief_text",
+            "brief_sent",
+            "brief_with_copy",
+            "brief_copy_chars",
+            "brief_titles_texts",
+            "full_text",
+            "full_sent",
+            "full_chars",
+        )
+    }
+
+    def sent(outcome) -> int:
+        copy = count_tokens(json.dumps(outcome.data)) if outcome.structured else 0
+        return count_tokens(outcome.text) + copy
+
     for query in data.QUERIES[:20]:
         brief = operations.memory_query(caller, query=query, limit=10, tags=None, detail="brief")
         full = operations.memory_query(caller, query=query, limit=10, tags=None, detail="full")
-        brief_tokens.append(count_tokens(brief.text))
-        full_tokens.append(count_tokens(full.text))
-        brief_chars.append(len(json.dumps(brief.data)))
-        full_chars.append(len(json.dumps(full.data)))
-        brief_json.append(count_tokens(json.dumps(brief.data)))
-        full_json.append(count_tokens(json.dumps(full.data)))
+        rows["brief_text"].append(count_tokens(brief.text))
+        rows["brief_sent"].append(sent(brief))
+        rows["brief_with_copy"].append(count_tokens(brief.text) + count_tokens(json.dumps(brief.data)))
+        rows["brief_copy_chars"].append(len(json.dumps(brief.data)))
+        rows["brief_titles_texts"].append(brief.data["budget"]["used"])
+        rows["full_text"].append(count_tokens(full.text))
+        rows["full_sent"].append(sent(full))
+        rows["full_chars"].append(len(json.dumps(full.data)))
     result = {
         "items": args.items,
         "files": args.files,
@@ -197,16 +241,10 @@ def main(argv=None) -> dict:
         "repository_made_s": round(made_s, 1),
         "sync_s": round(sync_s, 1),
         "latency": latency,
-        "brief_vs_full": {
-            "queries": len(brief_tokens),
-            "brief_text_tokens_p50": statistics.median(brief_tokens),
-            "brief_text_tokens_max": max(brief_tokens),
-            "full_text_tokens_p50": statistics.median(full_tokens),
-            "brief_structured_chars_p50": statistics.median(brief_chars),
-            "full_structured_chars_p50": statistics.median(full_chars),
-            "brief_structured_tokens_p50": statistics.median(brief_json),
-            "full_structured_tokens_p50": statistics.median(full_json),
-        },
+        "bearing_one_file": bearing,
+        "brief_vs_full": {"queries": len(rows["brief_text"])}
+        | {f"{name}_p50": statistics.median(values) for name, values in rows.items()}
+        | {f"{name}_max": max(values) for name, values in rows.items()},
     }
     Path(args.json).write_text(json.dumps(result, indent=2))
     return result
@@ -219,12 +257,19 @@ def report(r: dict) -> None:
             f"  {label:22} p50 {row['p50_ms']:7.1f} ms  p90 {row['p90_ms']:7.1f} ms"
             f"  (query embedding p50 {row['embed_p50_ms']:.1f} ms; {row['items_p50']:.0f} items)"
         )
+    bearing = r["bearing_one_file"]
+    print(
+        f"  items bearing on one file: its siblings p50 {bearing['siblings_p50_ms']:.1f} ms, the items "
+        f"naming them p50 {bearing['naming_p50_ms']:.1f} ms"
+    )
     b = r["brief_vs_full"]
     print(
-        f"  memory_query limit 10 over {b['queries']} queries: brief {b['brief_text_tokens_p50']:.0f} tokens "
-        f"(max {b['brief_text_tokens_max']}), full {b['full_text_tokens_p50']:.0f} tokens of text; structured "
-        f"content {b['brief_structured_tokens_p50']:.0f} vs {b['full_structured_tokens_p50']:.0f} tokens "
-        f"({b['brief_structured_chars_p50']:.0f} vs {b['full_structured_chars_p50']:.0f} characters)"
+        f"  memory_query limit 10 over {b['queries']} queries, tokens p50 (max): brief sends "
+        f"{b['brief_sent_p50']:.0f} ({b['brief_sent_max']}) = its text {b['brief_text_p50']:.0f} "
+        f"(titles and texts {b['brief_titles_texts_p50']:.0f}); with a structured copy as before "
+        f"{b['brief_with_copy_p50']:.0f} ({b['brief_with_copy_max']}; the copy "
+        f"{b['brief_copy_chars_p50']:.0f} characters); full sends {b['full_sent_p50']:.0f} "
+        f"(text {b['full_text_p50']:.0f}, structured {b['full_chars_p50']:.0f} characters)"
     )
 
 

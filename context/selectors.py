@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -25,6 +25,7 @@ from tasks.models import Task
 from tasks.selectors import open_tasks_bearing_on
 
 ITEMS_LIMIT_MAX = 50
+WINDOW_DAYS_MAX = 365  # the git window a context may ask for, in days (default: gitsync's LIVE_DAYS)
 TASKS_SHOWN = 10
 COMMITS_SHOWN = 10
 
@@ -76,9 +77,11 @@ def context_for(
     limit: int = 10,
     now: datetime | None = None,
     space: str | None = None,
+    window_days: int | None = None,
 ) -> FileContext:
     """The items, open tasks and recent commits that bear on ``paths`` (checked by the caller:
-    knowledge.targets.path_error), in ``projects`` (default: every ``readable`` one)."""
+    knowledge.targets.path_error), in ``projects`` (default: every ``readable`` one); the commits of the
+    last ``window_days`` days (default: the live window)."""
     started = time.perf_counter()
     now = now or timezone.now()
     targets = Targets.of(paths)
@@ -98,7 +101,7 @@ def context_for(
             space=space,
         )
         hits, understood = found.result.hits, found.understood
-    since = live_since(now)
+    since = now - timedelta(days=window_days) if window_days else live_since(now)
     changes = changes_to(
         project_ids=[p.pk for p in scope],
         files=targets.files,

@@ -34,6 +34,9 @@ class Repository(models.Model):
         _("branch"), max_length=200, blank=True, help_text=_("Empty: the remote's default branch.")
     )
     enabled = models.BooleanField(_("enabled"), default=True)
+    # The branch the last sync read: ``branch``, or the name of the remote's default branch when it is
+    # empty (so that a context asked for branch "main" finds a repository that syncs the default one).
+    synced_branch = models.CharField(max_length=200, blank=True, editable=False)
     webhook_secret = models.CharField(max_length=100, default=new_webhook_secret, editable=False)
     last_synced_commit = models.CharField(max_length=64, blank=True, editable=False)
     last_success_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -197,14 +197,17 @@ def changes_to(
     limit: int = 10,
 ) -> list[Change]:
     """The latest commits since ``since`` of the projects' enabled repositories (those syncing ``branch``,
-    when given) that changed one of ``files`` or a file under one of ``folders`` (each ending in '/'),
-    newest first, each with the files of it that matched (a rename's old side included)."""
+    when given, by name or as the remote's default branch) that changed one of ``files`` or a file under
+    one of ``folders`` (each ending in '/'), newest first, each with the files of it that matched (a
+    rename's old side included)."""
     wanted = Q(path__in=files) | Q(old_path__in=files)
     for folder in folders:
         wanted |= Q(path__startswith=folder) | Q(old_path__startswith=folder)
     matched = _enabled_files(project_ids).filter(wanted, commit__committed_at__gte=since)
     if branch:
-        matched = matched.filter(commit__repository__branch=branch)
+        matched = matched.filter(
+            Q(commit__repository__branch=branch) | Q(commit__repository__synced_branch=branch)
+        )
     commit_ids = (
         matched.values("commit_id")
         .annotate(at=Max("commit__committed_at"))

@@ -420,6 +420,8 @@ def repository_sync(*, repository: Repository, full: bool = False, now: datetime
             if head != repository.last_synced_commit or not repository.tree_files.exists():
                 _store_tree(clone, repository, head)
             state = {
+                "synced_branch": repository.branch
+                or clone.git.symbolic_ref("HEAD").removeprefix("refs/heads/"),
                 "last_synced_commit": head,
                 "last_success_at": now,
                 "last_attempt_at": now,

@@ -19,7 +19,7 @@ BRIEF = "brief"
 FULL = "full"
 DETAILS = (BRIEF, FULL)
 # A brief hit's text: about two sentences. Ten brief hits with their titles and metadata lines stay
-# within about a thousand tokens (bench/RESULTS.md, "Brief and full answers").
+# within about a thousand tokens (bench/RESULTS.md, "Context of files and brief answers").
 BRIEF_TEXT_TOKENS = 40
 ELLIPSIS = "…"
 MIN_BUDGET, MAX_BUDGET = 1, 100_000

@@ -129,7 +129,8 @@ def _lean(tool: MCPTool, description: str | None = None) -> MCPTool:
 GATEWAY_HEAD = (
     "Run one of ContextForge's other tools: tool=<name>, arguments={...} as that tool takes them. Call it "
     "with tool alone (no arguments) to read the tool's description, input schema and an example first. "
-    "Tools: "
+    "Marked destructive as some of them delete or overwrite (memory_delete, memory_restore); reading a "
+    "schema or tool='help' changes nothing. Tools: "
 )
 
 

@@ -97,6 +97,10 @@ ACTIVITY_FILES_PER_COMMIT = 20
 class Outcome:
     data: dict
     text: str
+    # Whether ``data`` goes out as the tool result's structured content. A brief answer's text is the
+    # whole answer: a client may hand the model both, and a structured copy would double its tokens
+    # (docs/adr/0010-a-lean-tool-list-with-a-gateway.md, "Brief answers are their text alone").
+    structured: bool = True
 
 
 def item_data(item: KnowledgeItem) -> dict:
@@ -162,7 +166,7 @@ def memory_query(
         "took_ms": round(found.result.took_ms, 2),
     }
     if detail == BRIEF:
-        return Outcome(data=data, text=_brief_query_text(query, hits, budget))
+        return Outcome(data=data, text=_brief_query_text(query, hits, budget), structured=False)
     return Outcome(data=data, text=_query_text(query, hits) + _budget_note(budget, "hit"))
 
 
@@ -237,6 +241,7 @@ def memory_context(
     detail: str = BRIEF,
     project: str | None = None,
     space: str | None = None,
+    window_days: int | None = None,
 ) -> Outcome:
     for path in paths:
         if error := path_error(path):
@@ -256,9 +261,10 @@ def memory_context(
         branch=branch or None,
         limit=limit,
         space=space,
+        window_days=window_days,
     )
     data = context_data(context, detail=detail, budget_tokens=budget_tokens)
-    return Outcome(data=data, text=_context_text(data))
+    return Outcome(data=data, text=_context_text(data), structured=detail != BRIEF)
 
 
 def _context_text(data: dict) -> str:

@@ -24,9 +24,10 @@ from pydantic import BaseModel, Field, ValidationError
 from rest_framework import exceptions as drf_exceptions
 
 from accounts.access import PROJECT_REQUIRED
-from context.selectors import ITEMS_LIMIT_MAX
+from context.selectors import ITEMS_LIMIT_MAX, WINDOW_DAYS_MAX
 from contextforge.api import ApplicationError
 from contextforge.history import MCP, history_context, writes
+from gitsync.selectors import LIVE_DAYS
 from knowledge import embeddings
 from knowledge.api.serializers import (
     ACTION_HELP,
@@ -441,8 +442,9 @@ Tags = Annotated[
 Detail = Annotated[
     Literal[tuple(DETAILS)],
     Field(
-        description=f"brief: title, best passage cut to ~{BRIEF_TEXT_TOKENS} tokens, score, badges "
-        "(memory_get(id) reads one in full); full: whole items with the score breakdown."
+        description=f"brief: compact text, each entry's title, best passage cut to ~{BRIEF_TEXT_TOKENS} "
+        "tokens, score and badges (memory_get(id) reads one in full); full: whole items with the score "
+        "breakdown, also as structured content for programs."
     ),
 ]
 Budget = Annotated[
@@ -512,7 +514,7 @@ async def _run(
         raise ToolError(message) from None
     return CallToolResult(
         content=[TextContent(type="text", text=outcome.text)],
-        structured_content=outcome.data,
+        structured_content=outcome.data if outcome.structured else None,
     )
 
 
@@ -525,8 +527,13 @@ DESTRUCTIVE = ToolAnnotations(
 )
 
 
-# The gateway runs reads, writes and deletes alike: a client should ask before it runs.
-GATEWAY_ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+# The gateway runs reads, writes and deletes alike, and annotations describe a tool, not a call: the
+# honest hints are those of the worst tool behind it (a client asks before it runs, which is what a
+# delete deserves). Its description says why. Splitting it into a read-only and a writing gateway would
+# spare reads the question, for a second schema in tools/list (docs/adr/0010).
+GATEWAY_ANNOTATIONS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 
 
 def build_server(*, caller_for: CallerFor) -> LeanServer:
@@ -538,9 +545,9 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
         description=(
             "What the team knows about the files you are about to read or change: the memory items that "
             "name them or files in their folders (ranked against your query, else the paths' words), the "
-            "open tasks that name them, and the commits of the last "
-            f"{GIT_WINDOW_DAYS} days that changed them; each entry says why it is there. Call it when you "
-            "start on a file or a change, before reading the code."
+            "open tasks that name them, and the commits of the last window_days days (default "
+            f"{LIVE_DAYS}) that changed them; each entry says why it is there. Call it when you start on a "
+            "file or a change, before reading the code."
         ),
     )
     async def memory_context(
@@ -565,6 +572,10 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
         detail: Detail = BRIEF,
         project: Annotated[str | None, Field(max_length=100, description="One project's slug.")] = None,
         space: Space = None,
+        window_days: Annotated[
+            int | None,
+            Field(ge=1, le=WINDOW_DAYS_MAX, description="How many days back the commits go."),
+        ] = None,
     ) -> CallToolResult:
         return await _run(
             caller_for,
@@ -578,6 +589,7 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
             detail=detail,
             project=project,
             space=space,
+            window_days=window_days,
         )
 
     @server.tool(
@@ -586,10 +598,11 @@ def build_server(*, caller_for: CallerFor) -> LeanServer:
         description=(
             "Search the team's memory (decisions, conventions, how-tos, gotchas) for what is relevant to "
             "a question or task. Call it before answering questions about this codebase or its history. "
-            "Returns the best items first, each with its score and its breakdown: cosine (semantic "
-            f"similarity), recency (fresh items get up to +{RECENCY_WEIGHT:.0%}), git (items whose referenced "
-            f"files were committed in the last {GIT_WINDOW_DAYS} days get up to +{GIT_WEIGHT:.0%}) and "
-            f"proposal_penalty ({MARKERS_SHORT} items score x{PROPOSAL_PENALTY:g}). Items tagged "
+            "Returns the best items first with their scores; detail=full adds whole texts and each "
+            "score's breakdown: cosine (semantic similarity), recency (fresh items get up to "
+            f"+{RECENCY_WEIGHT:.0%}), git (items whose files were committed in the last {GIT_WINDOW_DAYS} "
+            f"days get up to +{GIT_WEIGHT:.0%}), proposal_penalty ({MARKERS_SHORT} items score "
+            f"x{PROPOSAL_PENALTY:g}). Items tagged "
             f"'{TEST_TAG}' are left out unless tags includes '{TEST_TAG}'."
         ),
     )

@@ -129,6 +129,9 @@ def test_refused_input_and_a_refused_key_exit_with_their_codes(cast, keys, http_
     )
     since = contextforge("recent", "--since", "yesterday", url=url, key=keys["read"])
     assert since.returncode == cli.REFUSED_INPUT and "since: Not a time" in since.stderr
+    for option, field in (("--window-days", "window_days"), ("--budget", "budget_tokens")):
+        zero = contextforge("context", "--paths", "src/a.py", option, "0", url=url, key=keys["read"])
+        assert zero.returncode == cli.REFUSED_INPUT and f"(400): {field}: " in zero.stderr, option
     read_only = contextforge("add", url=url, key=keys["read"], stdin="# Nope\n\nNo.")
     assert read_only.returncode == cli.REFUSED_KEY and "(403)" in read_only.stderr
     unknown = contextforge("recent", url=url, key="cf_live_not-a-key")
@@ -149,6 +152,8 @@ class Stub(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    do_POST = do_GET
 
     def log_message(self, *args):
         pass
@@ -186,6 +191,10 @@ def test_a_wrong_url_a_timeout_and_a_server_error_exit_with_their_codes(db, stub
     assert nothing.returncode == cli.UNREACHABLE and "connection refused" in nothing.stderr
     not_api = contextforge("recent", url=stub(200, "text/html", b"<html></html>"), key="k")
     assert not_api.returncode == cli.UNREACHABLE and "not as ContextForge's API does" in not_api.stderr
+    other_json = stub(200, "application/json", b'{"ok": true}')  # another JSON API at that address
+    for command in (["recent"], ["get", "1"], ["context", "--paths", "a.py"], ["tasks", "next"]):
+        odd = contextforge(*command, url=other_json, key="k")
+        assert odd.returncode == cli.UNREACHABLE and "not as ContextForge's API does" in odd.stderr, command
     html_404 = contextforge("get", "1", url=stub(404, "text/html", b"<h1>Not Found</h1>"), key="k")
     assert (
         html_404.returncode == cli.UNREACHABLE
@@ -249,5 +258,9 @@ def test_context_of_the_branch_s_changes_prints_the_items_naming_them(cast, keys
     clean.commit("Start", {"x.py": "x\n"})
     nothing = contextforge("context", "--git-diff", url=http_server, key=keys["read"], cwd=clean.path)
     assert (nothing.returncode, nothing.stdout) == (cli.OK, "No changed files.\n")
+    empty = contextforge("context", "--paths", url=http_server, key=keys["read"])  # a hook's empty commit
+    assert (empty.returncode, empty.stdout) == (cli.OK, "No changed files.\n")
+    neither = contextforge("context", url=http_server, key=keys["read"])
+    assert neither.returncode == cli.USAGE and "--paths" in neither.stderr
     outside = contextforge("context", "--git-diff", url=http_server, key=keys["read"], cwd=tmp_path)
     assert outside.returncode == cli.USAGE and "git rev-parse failed" in outside.stderr

@@ -7,7 +7,7 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.fields import DateTimeField
 
-from context.selectors import ITEMS_LIMIT_MAX, FileContext
+from context.selectors import ITEMS_LIMIT_MAX, WINDOW_DAYS_MAX, FileContext
 from contextforge.api.fields import StrictCharField
 from contextforge.api.validation import InputSerializer
 from gitsync.selectors import LIVE_DAYS
@@ -56,10 +56,18 @@ class ContextInputSerializer(InputSerializer):
     branch = StrictCharField(
         required=False,
         max_length=255,
-        help_text="Only commits of the repositories that sync this branch; default: every repository.",
+        help_text="Only commits of the repositories that sync this branch (by name, or as the remote's default "
+        "branch); default: every repository.",
     )
     budget_tokens = serializers.IntegerField(
         required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, help_text=BUDGET_HELP
+    )
+    window_days = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=WINDOW_DAYS_MAX,
+        help_text=f"How many days back the commits go (1-{WINDOW_DAYS_MAX}); default {LIVE_DAYS}, the window "
+        "in which a file is live.",
     )
     limit = serializers.IntegerField(
         min_value=1, max_value=ITEMS_LIMIT_MAX, default=10, help_text="Items at most (1-50)."
@@ -130,7 +138,9 @@ class ContextBudgetSerializer(serializers.Serializer):
 class ContextOutputSerializer(serializers.Serializer):
     paths = serializers.ListField(child=serializers.CharField(), help_text="The paths, normalized.")
     ranked_against = serializers.CharField(help_text="The query, or the paths' own words.")
-    since = serializers.DateTimeField(help_text=f"The git window's start ({LIVE_DAYS} days).")
+    since = serializers.DateTimeField(
+        help_text=f"The git window's start (window_days before now; default {LIVE_DAYS} days)."
+    )
     items = ContextItemSerializer(many=True)
     tasks = ContextTaskSerializer(many=True)
     commits = ContextCommitSerializer(many=True)

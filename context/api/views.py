@@ -23,8 +23,8 @@ class ContextApi(APIView):
         description=(
             "What the team's memory, tasks and git say about the files you work on: the items whose file "
             "references name those files or files in their folders, ranked by the search formula against "
-            "the query (or the paths' own words); the open tasks that name them; the commits of the live "
-            "window that changed them. Each entry says why it is there."
+            "the query (or the paths' own words); the open tasks that name them; the commits of the window "
+            "(window_days, default the live window) that changed them. Each entry says why it is there."
         ),
     )
     def post(self, request):
@@ -38,6 +38,7 @@ class ContextApi(APIView):
             branch=data.get("branch") or None,
             limit=data["limit"],
             space=data.get("space"),
+            window_days=data.get("window_days"),
         )
         return Response(
             s.context_data(context, detail=data["detail"], budget_tokens=data.get("budget_tokens"))

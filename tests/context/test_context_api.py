@@ -75,6 +75,34 @@ def test_a_folder_brings_the_items_tasks_and_commits_of_its_files_ranked_against
     }
 
 
+def test_the_git_window_is_a_parameter_of_thirty_days_by_default_and_the_branch_narrows_it(cast, workspace):
+    client = api_client_for(cast.member, scopes=("read",), project=cast.project)
+    ask = {"paths": ["src/lib/"]}
+
+    def files(body):
+        return [file["path"] for commit in body["commits"] for file in commit["files"]]
+
+    default, week, wide = (
+        post(client, ask | window).json() for window in ({}, {"window_days": 7}, {"window_days": 60})
+    )
+
+    # Commits of src/lib/: auth.ts 3 days ago, session.ts 10 days ago, crypto/keys.ts 50 days ago.
+    assert files(default) == ["src/lib/auth.ts", "src/lib/session.ts"]
+    assert files(week) == ["src/lib/auth.ts"]
+    assert files(wide) == ["src/lib/auth.ts", "src/lib/session.ts", "src/lib/crypto/keys.ts"]
+    deeper = next(e for e in wide["items"] if e["id"] == workspace["items"]["deeper"].pk)
+    assert deeper["reasons"][1].startswith("src/lib/crypto/keys.ts live since commit ")
+    assert week["since"] > default["since"] > wide["since"]
+    # The repository syncs the remote's default branch, main: asked by its name, it is found.
+    on_main = post(client, ask | {"branch": "main"}).json()
+    assert (
+        files(on_main) == files(default) and post(client, ask | {"branch": "release"}).json()["commits"] == []
+    )
+    for value in (0, 366, "week", 1.5):
+        response = post(client, ask | {"window_days": value})
+        assert response.status_code == 400 and list(response.json()) == ["window_days"], value
+
+
 def test_a_path_that_no_repository_or_item_names_matches_nothing(cast, workspace):
     client = api_client_for(cast.member, scopes=("read",), project=cast.project)
 

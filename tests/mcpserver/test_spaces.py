@@ -58,7 +58,7 @@ def test_an_agent_saves_moves_searches_and_exports_by_space(cast):
     assert [hit["item"]["title"] for hit in found.structured_content["hits"]] == ["OAuth flows"]
     assert "[acme/architecture/auth]" in tool_text(found)
     everywhere = call(agent, "memory_query", {"query": "how does sign-in with OAuth work"})
-    assert len(everywhere.structured_content["hits"]) == 2
+    assert tool_text(everywhere).startswith("2 hit(s) for ")
 
     exported = call(agent, "memory_export", {"format": "jsonl", "space": "runbooks"})
     lines = [json.loads(line) for line in exported.structured_content["content"].splitlines()]

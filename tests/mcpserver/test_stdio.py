@@ -460,7 +460,8 @@ def test_a_key_never_sees_another_project(cast, memory):
             f"No memory item #{memory['secret'].pk} in the projects this key may read."
         )
         assert "Elsewhere" not in tool_text(result)
-    assert memory["secret"].pk not in {hit["id"] for hit in found.structured_content["hits"]}
+    assert not found.is_error and f"#{memory['secret'].pk} " not in tool_text(found)
+    assert "Elsewhere's JWT signing" not in tool_text(found)
     assert KnowledgeItem.objects.filter(pk=memory["secret"].pk).exists()
 
     assert tasks["update"].is_error

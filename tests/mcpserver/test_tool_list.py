@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import timedelta
 
 import jsonschema
@@ -23,6 +24,19 @@ def listing(server) -> list:
     return asyncio.run(server.list_tools())
 
 
+def answer_tokens(result) -> int:
+    """Tokens of all a tool result may hand the model: its text and its structured content."""
+    structured = result.structured_content
+    return count_tokens(tool_text(result)) + (
+        0 if structured is None else count_tokens(json.dumps(structured))
+    )
+
+
+def brief_ids(result) -> list[int]:
+    """The item ids of a brief answer's hit lines ("3. #12 Title (0.71)")."""
+    return [int(m) for m in re.findall(r"^\d+\. #(\d+) ", tool_text(result), flags=re.MULTILINE)]
+
+
 def test_tools_list_stays_within_its_budget_and_names_every_tool_behind_the_gateway():
     server = build_server(caller_for=lambda ctx: None)
 
@@ -31,6 +45,9 @@ def test_tools_list_stays_within_its_budget_and_names_every_tool_behind_the_gate
     assert size(tools) <= TOOLS_LIST_BUDGET
     assert [tool.name for tool in tools] == [*LISTED, GATEWAY]
     gateway = tools[-1]
+    # It runs deletes too: destructive, and its description says why (reads through it change nothing).
+    assert gateway.annotations.destructive_hint and not gateway.annotations.read_only_hint
+    assert "Marked destructive as some of them delete" in gateway.description
     hidden = server.hidden_tools()
     assert set(hidden) | set(LISTED) | {"memory_context"} >= TOOLS
     for name in hidden:
@@ -121,6 +138,13 @@ def test_an_agent_reads_resources_prompts_context_and_brief_answers_with_the_off
             out["context"] = await client.call_tool(
                 "memory_context", {"paths": ["src/lib/auth.ts"], "query": "token signing"}
             )
+            out["full_context"] = await client.call_tool(
+                "memory_context",
+                {"paths": ["src/lib/auth.ts"], "query": "token signing", "detail": "full", "window_days": 1},
+            )
+            out["no_window"] = await client.call_tool(
+                "memory_context", {"paths": ["src/lib/auth.ts"], "window_days": 0}
+            )
             out["climb"] = await client.call_tool("memory_context", {"paths": ["../etc/passwd"]})
             out["describe"] = await client.call_tool(GATEWAY, {"tool": "memory_history"})
             out["history"] = await client.call_tool(
@@ -154,24 +178,32 @@ def test_an_agent_reads_resources_prompts_context_and_brief_answers_with_the_off
 
     brief, full = out["brief"], out["full"]
     assert not brief.is_error and not full.is_error
-    hits = brief.structured_content["hits"]
-    assert len(hits) == 10 and set(hits[0]) >= {"id", "title", "text", "score", "badges"}
-    assert count_tokens(tool_text(brief)) <= 1000  # ten brief hits within about a thousand tokens
-    assert len(tool_text(full)) > 3 * len(tool_text(brief))
+    # Ten brief hits within about a thousand tokens, all of what the client may hand the model: a brief
+    # answer is its text alone (no structured copy of it).
+    assert brief.structured_content is None
+    assert answer_tokens(brief) == count_tokens(tool_text(brief)) <= 1000
+    full_ids = [h["item"]["id"] for h in full.structured_content["hits"]]
+    assert len(full_ids) == 10 and brief_ids(brief) == full_ids
+    first = full.structured_content["hits"][0]["item"]
+    assert f"1. #{first['id']} {first['title']} (" in tool_text(brief)
+    assert answer_tokens(full) > 5 * answer_tokens(brief)
     assert "memory_get(id)" in tool_text(brief)
-    assert [h["id"] for h in hits] == [h["item"]["id"] for h in full.structured_content["hits"]]
 
-    tight = out["tight"].structured_content
-    (only,) = tight["hits"]
-    assert only["id"] == hits[0]["id"] and only["cut"] and tight["budget"]["cut"]
-    assert count_tokens(only["title"]) + count_tokens(only["text"]) <= 5
-    assert "cut to fit" in tool_text(out["tight"])
+    tight = out["tight"]
+    assert tight.structured_content is None and brief_ids(tight) == full_ids[:1]
+    assert "cut to fit" in tool_text(tight)
 
-    context = out["context"].structured_content
-    assert context["items"][0]["id"] == live.pk
-    assert context["items"][0]["reasons"][0] == "names src/lib/auth.ts"
-    assert [t["short_id"] for t in context["tasks"]] == [task.short_id]
-    assert "names src/lib/auth.ts" in tool_text(out["context"])
+    context = out["context"]
+    assert context.structured_content is None
+    assert f"1. #{live.pk} {live.title} (" in tool_text(context)
+    assert "— names src/lib/auth.ts" in tool_text(context) and task.short_id in tool_text(context)
+    assert "- aaaaaaa " in tool_text(context)  # the commit of two days ago, in the default window
+    full_context = out["full_context"].structured_content
+    assert full_context["items"][0]["id"] == live.pk and full_context["items"][0]["text"] == live.content
+    assert full_context["items"][0]["reasons"][0] == "names src/lib/auth.ts"
+    assert [t["short_id"] for t in full_context["tasks"]] == [task.short_id]
+    assert full_context["commits"] == []  # the commit of two days ago is outside a window of one day
+    assert out["no_window"].is_error and "window_days" in tool_text(out["no_window"])
     assert out["climb"].is_error and "paths" in tool_text(out["climb"])
 
     assert not out["describe"].is_error
