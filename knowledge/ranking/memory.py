@@ -71,12 +71,6 @@ class Snapshot:
 _COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "single"))
 
 
-def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    grown = np.zeros((capacity, *array.shape[1:]), array.dtype)
-    grown[: len(array)] = array
-    return grown
-
-
 @dataclass(eq=False)
 class Copy:
     """A project's passages: ``columns[name][:size]``, with room to grow."""
@@ -106,8 +100,10 @@ class Copy:
         end = self.size + len(items)
         capacity = len(self.columns["items"]) if self.columns else 0
         if end > capacity:  # grow by half: a write costs a copy once in a while
-            capacity = max(end, capacity * 3 // 2)
-            self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
+            grown = _columns(max(end, capacity * 3 // 2))
+            for name, array in self.columns.items():
+                grown[name][: len(array)] = array
+            self.columns = grown
         rows, c = slice(self.size, end), self.columns
         c["items"][rows], c["vectors"][rows], c["live"][rows] = items, vectors, True
         c["stamps"][rows] = [np.nan if attributes[i][0] is None else attributes[i][0] for i in items]
@@ -145,12 +141,6 @@ def _searchable(project_id: int):
     return KnowledgeItem.objects.in_projects([project_id]).embedded().with_tags([])
 
 
-def _attributes(items) -> dict[int, tuple]:
-    """id -> (stamp, references, is_proposal) of each of ``items``."""
-    rows = items.annotate(stamp=STAMP).values_list("id", "stamp", "references", "is_proposal")
-    return {row[0]: row[1:] for row in rows}
-
-
 # Raw SQL: the reading statement's own horizon, the first transaction id it could not know of and those in
 # progress (its own included); PostgreSQL's snapshot functions have no ORM expression.
 _HORIZON = (
@@ -166,7 +156,8 @@ def _load(cursor, copy: Copy, passages: int) -> None:
     cursor.execute(f"SELECT {_HORIZON}")
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
-    attributes = _attributes(items)
+    rows = items.annotate(stamp=STAMP).values_list("id", "stamp", "references", "is_proposal")
+    attributes = {row[0]: row[1:] for row in rows}  # id -> (stamp, references, is_proposal)
     copy.columns = _columns(passages)
     copy.rows_of, copy.size, copy.retired = {}, 0, 0
     passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
@@ -304,21 +295,6 @@ class Copies:
             self.unread.clear()
 
 
-def largest(values: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the ``count`` largest of ``values``, in no order. A threshold taken from every 16th
-    value, expected to let twice ``count`` through, leaves argpartition a few of the values."""
-    if count >= len(values):
-        return np.arange(len(values))
-    sample = values[::16]
-    expected = 2 * count // 16 + 1
-    if expected < len(sample):
-        threshold = np.partition(sample, len(sample) - expected)[len(sample) - expected]
-        reaching = np.flatnonzero(values >= threshold)
-        if count <= len(reaching) < len(values) // 2:
-            return reaching[largest(values[reaching], count)]
-    return np.argpartition(values, len(values) - count)[len(values) - count :]
-
-
 def nearest(
     snapshots: list[Snapshot], query_vector: np.ndarray, *, first: int = FIRST_CHUNK
 ) -> Iterator[tuple[Candidates, float | None]]:
@@ -335,7 +311,8 @@ def nearest(
     seen = np.empty(0, np.int64)
     size = first
     while True:
-        picked = largest(cosines, size + 1)
+        cut = max(len(cosines) - size - 1, 0)  # the size + 1 best rows, from ``cut`` on
+        picked = np.argpartition(cosines, cut)[cut:] if len(cosines) else np.arange(0)
         values = cosines[picked]
         rest = None
         if len(picked) > size:  # the (size + 1)th best stays: no row left has a cosine above it
