@@ -65,10 +65,9 @@ class Snapshot:
     stamps: np.ndarray  # float64: what recency ages (candidates.STAMP)
     proposals: np.ndarray  # bool
     references: np.ndarray  # object: each row's list of paths
-    single: bool = False  # each item has one row (no item need be handed over once only)
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "single"))
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name != "project_id")
 
 
 @dataclass(eq=False)
@@ -87,11 +86,7 @@ class Copy:
     nbytes: int = 0
 
     def publish(self) -> Snapshot:
-        self.snapshot = Snapshot(
-            self.project_id,
-            single=len(self.rows_of) == self.size - self.retired,
-            **{n: self.columns[n][: self.size] for n in _COLUMNS},
-        )
+        self.snapshot = Snapshot(self.project_id, **{n: self.columns[n][: self.size] for n in _COLUMNS})
         self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.size * 128
         return self.snapshot
 
@@ -201,10 +196,10 @@ def _changes(project_id: int) -> tuple[str, tuple]:
     )
 
 
-def _catch_up(cursor, copy: Copy) -> None:
+def _catch_up(cursor, copy: Copy, horizon: tuple[int, list[int]]) -> None:
     copy.changes = copy.changes or _changes(copy.project_id)
     sql, params = copy.changes
-    cursor.execute(sql, (*params, *copy.horizon))
+    cursor.execute(sql, (*params, *horizon))
     rows = cursor.fetchall()
     field = Passage._meta.get_field("embedding")
     changed, items, vectors, attributes = set(), [], [], {}
@@ -247,7 +242,7 @@ class Copies:
         how many they hold, reserves room for a load); None when they cannot fit in the budget together."""
         with self.lock:
             cache = self._cache()
-            copies = [cache.get(p) or self.unread.setdefault(p, Copy(p)) for p in project_ids]
+            copies: list[Copy] = [cache.get(p) or self.unread.setdefault(p, Copy(p)) for p in project_ids]
             unread = [c for c in copies if c.horizon is None]
             if unread and sum(c.nbytes for c in copies) + passages * ROW_BYTES > cache.maxsize:
                 return None
@@ -258,7 +253,7 @@ class Copies:
                         if copy.horizon is None:
                             _load(cursor, copy, passages)
                         else:
-                            _catch_up(cursor, copy)
+                            _catch_up(cursor, copy, copy.horizon)
                         copy.publish()
         finally:
             with self.lock:
@@ -273,7 +268,7 @@ class Copies:
                 cache[copy.project_id] = copy  # its size again; evicts the least recently searched
             if any(cache.get(c.project_id) is not c for c in copies):
                 return None
-        return [copy.snapshot for copy in copies]
+        return [copy.snapshot for copy in copies if copy.snapshot is not None]  # each just published
 
     def forget(self, project_ids: Sequence[int], items: Sequence[int]) -> None:
         """Retire ``items``, which the database no longer holds (a deletion leaves no stamp)."""
@@ -307,7 +302,6 @@ def nearest(
     cosines = np.concatenate([np.where(s.live, s.vectors @ query, -np.inf) for s in snapshots])
     offsets = np.cumsum([0, *(len(s.items) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
-    single = all(s.single for s in snapshots)
     seen = np.empty(0, np.int64)
     size = first
     while True:
@@ -324,12 +318,11 @@ def nearest(
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
         items = _gather(snapshots, owner, rows, "items")
-        best = np.arange(len(items))
-        if not single:  # each item once, at its best row: the first of a descending order
-            order = np.argsort(-values, kind="stable")
-            best = order[np.unique(items[order], return_index=True)[1]]
-            best = best[~np.isin(items[best], seen)]
-            seen = np.concatenate([seen, items[best]])
+        # Each item once, at its best row: the first of a descending order (0.1-0.4 ms a chunk).
+        order = np.argsort(-values, kind="stable")
+        best = order[np.unique(items[order], return_index=True)[1]]
+        best = best[~np.isin(items[best], seen)]
+        seen = np.concatenate([seen, items[best]])
         if len(best):
             yield (
                 Candidates(

@@ -223,7 +223,7 @@ def _projects(projects) -> dict[int, Project]:
 
 def _hit(item: KnowledgeItem, read: _Scored, row: int, index: PathIndex, since: float, texts) -> Hit:
     highlighted = {n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), texts) for n in HIGHLIGHTED}
-    start, end = item.passage_start, item.passage_end
+    start, end = item.passage_start, item.passage_end  # type: ignore[attr-defined]  # the hits statement's
     return Hit(
         item=item,
         score=float(read.final[row]),

@@ -112,17 +112,11 @@ class Cache:
         self.paths: LRUCache = LRUCache(maxsize=1024)
         self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
 
-    def kept(
-        self,
-        cache: MutableMapping,
-        key: Hashable,
-        make: Callable[[], T],
-        valid=lambda value: value is not None,
-    ) -> T:
+    def kept(self, cache: MutableMapping, key: Hashable, make: Callable[[], T], valid=lambda held: True) -> T:
         """``cache[key]``, made (``make()``, outside the lock) and kept when missing or not ``valid``."""
         with self.lock:
-            value = cache.get(key)
-        if not valid(value):
+            value: T | None = cache.get(key)
+        if value is None or not valid(value):
             value = make()
             with self.lock:
                 cache[key] = value
@@ -144,7 +138,7 @@ class Cache:
             self.paths,
             project_id,
             lambda: (states, PathIndex.of([repository_files(repository_id=state.id) for state in states])),
-            lambda held: held is not None and held[0] == states,
+            lambda held: held[0] == states,
         )
         return held[1]
 
@@ -214,7 +208,7 @@ class PostgresStream:
             f" FROM {Passage._meta.db_table} p WHERE p.project_id = ANY(%s){only} GROUP BY p.item_id) s"
             f" JOIN ({items}) i ON i.id = s.item_id ORDER BY s.cosine DESC, i.id LIMIT %s"
         )
-        vector, seen = vector_text(query_vector), set()
+        vector, seen = vector_text(query_vector), set[int]()
         rows = max(FIRST_EXACT_ROWS, 4 * limit)
         while True:
             with connection.cursor() as cursor:

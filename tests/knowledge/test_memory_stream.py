@@ -22,7 +22,6 @@ def snapshot(project_id: int, vectors: np.ndarray, live: np.ndarray, passages: i
         stamps=np.zeros(rows),
         proposals=np.zeros(rows, dtype=bool),
         references=np.empty(rows, dtype=object),
-        single=passages == 1,
     )
 
 
