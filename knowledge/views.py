@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -9,7 +7,6 @@ from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -496,9 +493,8 @@ def search_page(request):
 @require_GET
 def help_ranking(request):
     """How ranking works, with every number taken from the constants the ranking service uses."""
-    now = timezone.now()
     recency_examples = [
-        (days, signals.RECENCY_WEIGHT * signals.recency_factor(now - timedelta(days=days), None, now))
+        (days, signals.RECENCY_WEIGHT * signals.recency_of_age(days * 86_400))
         for days in (0, int(signals.RECENCY_HALF_LIFE_DAYS), int(2 * signals.RECENCY_HALF_LIFE_DAYS))
     ]
     context = {

@@ -21,8 +21,6 @@ class Epoch(Func):
 # What the recency signal ages: updated_at, else created_at, as POSIX seconds (reading 100,000 of them
 # as floats takes a fraction of parsing them as datetimes). Both streams read it, so both age alike.
 STAMP = Epoch(Coalesce("updated_at", "created_at"))
-# The columns a stream reads per item, after its id and cosine (``stamp`` annotated as STAMP).
-COLUMNS = ("project_id", "stamp", "references", "is_proposal")
 
 
 @dataclass
@@ -39,7 +37,7 @@ class Candidates:
 
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> Candidates:
-        """From (id, cosine, *COLUMNS) tuples."""
+        """From (id, cosine, project_id, stamp, references, is_proposal) tuples (``stamp``: STAMP)."""
         ids, cosines, project_ids, stamps, references, proposals = zip(*rows, strict=True)
         return cls(
             ids=np.array(ids, dtype=np.int64),
@@ -68,13 +66,10 @@ def concat(parts: list):
     concatenated, nested dataclasses alike."""
     if len(parts) == 1:
         return parts[0]
-    return type(parts[0])(**{f.name: _joined([getattr(p, f.name) for p in parts]) for f in fields(parts[0])})
-
-
-def _joined(columns: list):
-    if isinstance(columns[0], np.ndarray):
-        return np.concatenate(columns)
-    return concat(columns)
+    joined = {f.name: [getattr(p, f.name) for p in parts] for f in fields(parts[0])}
+    return type(parts[0])(
+        **{n: np.concatenate(c) if isinstance(c[0], np.ndarray) else concat(c) for n, c in joined.items()}
+    )
 
 
 def vector_text(vector: np.ndarray) -> str:

@@ -65,16 +65,9 @@ class Snapshot:
     stamps: np.ndarray  # float64: what recency ages (candidates.STAMP)
     proposals: np.ndarray  # bool
     references: np.ndarray  # object: each row's list of paths
-    single: bool = False  # each item has one row (no item need be handed over once only)
 
 
-_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name not in ("project_id", "single"))
-
-
-def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    grown = np.zeros((capacity, *array.shape[1:]), array.dtype)
-    grown[: len(array)] = array
-    return grown
+_COLUMNS = tuple(f.name for f in fields(Snapshot) if f.name != "project_id")
 
 
 @dataclass(eq=False)
@@ -93,11 +86,7 @@ class Copy:
     nbytes: int = 0
 
     def publish(self) -> Snapshot:
-        self.snapshot = Snapshot(
-            self.project_id,
-            single=len(self.rows_of) == self.size - self.retired,
-            **{n: self.columns[n][: self.size] for n in _COLUMNS},
-        )
+        self.snapshot = Snapshot(self.project_id, **{n: self.columns[n][: self.size] for n in _COLUMNS})
         self.nbytes = sum(a.nbytes for a in self.columns.values()) + self.size * 128
         return self.snapshot
 
@@ -106,8 +95,10 @@ class Copy:
         end = self.size + len(items)
         capacity = len(self.columns["items"]) if self.columns else 0
         if end > capacity:  # grow by half: a write costs a copy once in a while
-            capacity = max(end, capacity * 3 // 2)
-            self.columns = {n: _grown(a, capacity) for n, a in self.columns.items()}
+            grown = _columns(max(end, capacity * 3 // 2))
+            for name, array in self.columns.items():
+                grown[name][: len(array)] = array
+            self.columns = grown
         rows, c = slice(self.size, end), self.columns
         c["items"][rows], c["vectors"][rows], c["live"][rows] = items, vectors, True
         c["stamps"][rows] = [np.nan if attributes[i][0] is None else attributes[i][0] for i in items]
@@ -145,12 +136,6 @@ def _searchable(project_id: int):
     return KnowledgeItem.objects.in_projects([project_id]).embedded().with_tags([])
 
 
-def _attributes(items) -> dict[int, tuple]:
-    """id -> (stamp, references, is_proposal) of each of ``items``."""
-    rows = items.annotate(stamp=STAMP).values_list("id", "stamp", "references", "is_proposal")
-    return {row[0]: row[1:] for row in rows}
-
-
 # Raw SQL: the reading statement's own horizon, the first transaction id it could not know of and those in
 # progress (its own included); PostgreSQL's snapshot functions have no ORM expression.
 _HORIZON = (
@@ -166,7 +151,8 @@ def _load(cursor, copy: Copy, passages: int) -> None:
     cursor.execute(f"SELECT {_HORIZON}")
     horizon = cursor.fetchone()
     items = _searchable(copy.project_id)
-    attributes = _attributes(items)
+    rows = items.annotate(stamp=STAMP).values_list("id", "stamp", "references", "is_proposal")
+    attributes = {row[0]: row[1:] for row in rows}  # id -> (stamp, references, is_proposal)
     copy.columns = _columns(passages)
     copy.rows_of, copy.size, copy.retired = {}, 0, 0
     passages_qs = Passage.objects.filter(project_id=copy.project_id, item__in=items).order_by(
@@ -210,10 +196,10 @@ def _changes(project_id: int) -> tuple[str, tuple]:
     )
 
 
-def _catch_up(cursor, copy: Copy) -> None:
+def _catch_up(cursor, copy: Copy, horizon: tuple[int, list[int]]) -> None:
     copy.changes = copy.changes or _changes(copy.project_id)
     sql, params = copy.changes
-    cursor.execute(sql, (*params, *copy.horizon))
+    cursor.execute(sql, (*params, *horizon))
     rows = cursor.fetchall()
     field = Passage._meta.get_field("embedding")
     changed, items, vectors, attributes = set(), [], [], {}
@@ -256,7 +242,7 @@ class Copies:
         how many they hold, reserves room for a load); None when they cannot fit in the budget together."""
         with self.lock:
             cache = self._cache()
-            copies = [cache.get(p) or self.unread.setdefault(p, Copy(p)) for p in project_ids]
+            copies: list[Copy] = [cache.get(p) or self.unread.setdefault(p, Copy(p)) for p in project_ids]
             unread = [c for c in copies if c.horizon is None]
             if unread and sum(c.nbytes for c in copies) + passages * ROW_BYTES > cache.maxsize:
                 return None
@@ -267,7 +253,7 @@ class Copies:
                         if copy.horizon is None:
                             _load(cursor, copy, passages)
                         else:
-                            _catch_up(cursor, copy)
+                            _catch_up(cursor, copy, copy.horizon)
                         copy.publish()
         finally:
             with self.lock:
@@ -282,7 +268,7 @@ class Copies:
                 cache[copy.project_id] = copy  # its size again; evicts the least recently searched
             if any(cache.get(c.project_id) is not c for c in copies):
                 return None
-        return [copy.snapshot for copy in copies]
+        return [copy.snapshot for copy in copies if copy.snapshot is not None]  # each just published
 
     def forget(self, project_ids: Sequence[int], items: Sequence[int]) -> None:
         """Retire ``items``, which the database no longer holds (a deletion leaves no stamp)."""
@@ -304,21 +290,6 @@ class Copies:
             self.unread.clear()
 
 
-def largest(values: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the ``count`` largest of ``values``, in no order. A threshold taken from every 16th
-    value, expected to let twice ``count`` through, leaves argpartition a few of the values."""
-    if count >= len(values):
-        return np.arange(len(values))
-    sample = values[::16]
-    expected = 2 * count // 16 + 1
-    if expected < len(sample):
-        threshold = np.partition(sample, len(sample) - expected)[len(sample) - expected]
-        reaching = np.flatnonzero(values >= threshold)
-        if count <= len(reaching) < len(values) // 2:
-            return reaching[largest(values[reaching], count)]
-    return np.argpartition(values, len(values) - count)[len(values) - count :]
-
-
 def nearest(
     snapshots: list[Snapshot], query_vector: np.ndarray, *, first: int = FIRST_CHUNK
 ) -> Iterator[tuple[Candidates, float | None]]:
@@ -331,11 +302,11 @@ def nearest(
     cosines = np.concatenate([np.where(s.live, s.vectors @ query, -np.inf) for s in snapshots])
     offsets = np.cumsum([0, *(len(s.items) for s in snapshots)])
     project_of = np.array([s.project_id for s in snapshots], dtype=np.int64)
-    single = all(s.single for s in snapshots)
     seen = np.empty(0, np.int64)
     size = first
     while True:
-        picked = largest(cosines, size + 1)
+        cut = max(len(cosines) - size - 1, 0)  # the size + 1 best rows, from ``cut`` on
+        picked = np.argpartition(cosines, cut)[cut:] if len(cosines) else np.arange(0)
         values = cosines[picked]
         rest = None
         if len(picked) > size:  # the (size + 1)th best stays: no row left has a cosine above it
@@ -347,12 +318,11 @@ def nearest(
         owner = np.searchsorted(offsets, picked, side="right") - 1
         rows = picked - offsets[owner]
         items = _gather(snapshots, owner, rows, "items")
-        best = np.arange(len(items))
-        if not single:  # each item once, at its best row: the first of a descending order
-            order = np.argsort(-values, kind="stable")
-            best = order[np.unique(items[order], return_index=True)[1]]
-            best = best[~np.isin(items[best], seen)]
-            seen = np.concatenate([seen, items[best]])
+        # Each item once, at its best row: the first of a descending order (0.1-0.4 ms a chunk).
+        order = np.argsort(-values, kind="stable")
+        best = order[np.unique(items[order], return_index=True)[1]]
+        best = best[~np.isin(items[best], seen)]
+        seen = np.concatenate([seen, items[best]])
         if len(best):
             yield (
                 Candidates(

@@ -9,6 +9,7 @@ statement, so a hit's text and its passage are of one version of the item.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from contextlib import closing
@@ -20,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Project
-from gitsync.selectors import RepositoryState, live_since, repository_files, synced_repository_states
+from gitsync.selectors import RepositoryState, live_since, synced_repository_states
 from knowledge import embeddings
 from knowledge.keywords import Span, headline, marks_nothing, spans
 from knowledge.models import KnowledgeItem, Passage
@@ -33,7 +34,6 @@ from knowledge.ranking.signals import (
     ReferenceStatus,
     Signals,
     final_score,
-    git_factor,
     proposal_penalty,
     recency_of_age,
     score_ceiling,
@@ -94,7 +94,6 @@ class SearchResult:
     took_ms: float
     excluded_test_items: int | None = None  # test-tagged items left out, when asked for
     pending_items: int | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
@@ -106,18 +105,11 @@ def path_indexes(project_ids: Sequence[int]) -> dict[int, PathIndex]:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     states: dict[int, list[RepositoryState]] = {}
-    for row in rows:
-        state = RepositoryState(*row)
+    for state in itertools.starmap(RepositoryState, rows):
         states.setdefault(state.project_id, []).append(state)
-    indexes = {}
-    for project_id, project_states in states.items():
-        key = tuple(project_states)
-        index = streams.CACHE.path_index(project_id, key)
-        if index is None:
-            index = PathIndex.of([repository_files(repository_id=state.id) for state in project_states])
-            streams.CACHE.keep_path_index(project_id, key, index)
-        indexes[project_id] = index
-    return indexes
+    return {
+        project_id: streams.CACHE.path_index(project_id, tuple(held)) for project_id, held in states.items()
+    }
 
 
 def reference_status(item: KnowledgeItem, now: datetime | None = None) -> ReferenceStatus:
@@ -167,7 +159,7 @@ def _score(chunk: Candidates, now: float, live: dict[int, PathIndex], since: flo
     git = np.zeros(len(chunk))
     if live:
         git[:] = [
-            git_factor(references, live.get(project_id, PathIndex()), since)
+            live.get(project_id, PathIndex()).git(references, since)
             for references, project_id in zip(chunk.references, chunk.project_ids.tolist(), strict=True)
         ]
     recency = recency_of_age(now - chunk.stamps)
@@ -231,7 +223,7 @@ def _projects(projects) -> dict[int, Project]:
 
 def _hit(item: KnowledgeItem, read: _Scored, row: int, index: PathIndex, since: float, texts) -> Hit:
     highlighted = {n: spans(getattr(item, n), getattr(item, f"{n}_marked", None), texts) for n in HIGHLIGHTED}
-    start, end = item.passage_start, item.passage_end
+    start, end = item.passage_start, item.passage_end  # type: ignore[attr-defined]  # the hits statement's
     return Hit(
         item=item,
         score=float(read.final[row]),

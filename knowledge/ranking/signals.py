@@ -47,14 +47,6 @@ def recency_of_age(age_seconds):
     return _plain(np.nan_to_num(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS), nan=0.0))
 
 
-def recency_factor(updated_at: datetime | None, created_at: datetime | None, now: datetime) -> float:
-    """The recency of an item's age from updated_at, else created_at."""
-    stamp = updated_at or created_at
-    if stamp is None:
-        return 0.0
-    return recency_of_age((now - stamp).total_seconds())
-
-
 @dataclass(frozen=True)
 class ReferenceStatus:
     """How an item's references stand against its project's files, for the git signal and its reasons."""
@@ -121,7 +113,8 @@ class PathIndex:
         return cls(live, frozenset(in_tree), changed, max(live.values(), default=-math.inf))
 
     def git(self, references: Iterable[str], since: float) -> float:
-        """``status(references, since).git`` without listing the references: every candidate needs it."""
+        """The git signal: the share of ``references`` naming a file of the project live since ``since``,
+        among those that name a known file; ``status(references, since).git`` without listing them."""
         latest = self.latest_live.get
         resolved = live = 0
         for reference in references:
@@ -156,12 +149,6 @@ class PathIndex:
             deleted=tuple(deleted),
             last_change=max(changes, default=None),
         )
-
-
-def git_factor(references: Iterable[str], index: PathIndex, since: float) -> float:
-    """Share of the item's references that name a file known to its project which is live since ``since``,
-    among those that name a known file at all."""
-    return index.git(references, since)
 
 
 def proposal_penalty(is_proposal):

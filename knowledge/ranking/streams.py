@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 from cachetools import LRUCache, TTLCache
@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models.expressions import RawSQL
 
+from gitsync.selectors import RepositoryState, repository_files
 from knowledge.models import TEST_TAG, KnowledgeItem, Passage, normalize_tag
 from knowledge.ranking import memory
 from knowledge.ranking.candidates import STAMP, Candidates, vector_text
@@ -31,6 +32,7 @@ EXACT_OVER_BUDGET = "exact (over memory budget)"  # the projects' copies would n
 FIRST_EXACT_ROWS = 100  # rows PostgreSQL's first chunk reads (at least four times the limit)
 
 Chunks = Iterator[tuple[Candidates, float | None]]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,6 @@ class SearchFilters:
     def narrows(self) -> bool:
         """Whether the filters keep only some of the items a default search ranks."""
         return bool(self.tags or self.texts or self.paths or self.space or self.items)
-
-    @property
-    def includes_test(self) -> bool:
-        return TEST_TAG in self.tags
 
 
 def scope(project_ids: Sequence[int], filters: SearchFilters):
@@ -109,42 +107,40 @@ class Cache:
 
     def __init__(self) -> None:
         self.copies = memory.Copies()
-        self.lock = threading.Lock()  # guards the two below (the copies have their own)
+        self.lock = threading.Lock()  # guards the three below (the copies have their own)
         self.sizes: TTLCache = TTLCache(maxsize=1024, ttl=60, timer=time.monotonic)
         self.paths: LRUCache = LRUCache(maxsize=1024)
         self.statements: LRUCache = LRUCache(maxsize=1024)  # compiled SQL, a few kilobytes each
 
+    def kept(self, cache: MutableMapping, key: Hashable, make: Callable[[], T], valid=lambda held: True) -> T:
+        """``cache[key]``, made (``make()``, outside the lock) and kept when missing or not ``valid``."""
+        with self.lock:
+            value: T | None = cache.get(key)
+        if value is None or not valid(value):
+            value = make()
+            with self.lock:
+                cache[key] = value
+        return value
+
     def statement(self, key: tuple, queryset) -> tuple[str, tuple]:
         """``queryset``'s SQL and parameters, compiled once per ``key``: compiling a search's statements
         costs more CPU than PostgreSQL takes to run them, and the same few shapes recur."""
-        with self.lock:
-            compiled = self.statements.get(key)
-        if compiled is None:
-            compiled = queryset().query.sql_with_params()
-            with self.lock:
-                self.statements[key] = compiled
-        return compiled
+        return self.kept(self.statements, key, lambda: queryset().query.sql_with_params())
 
     def passages(self, project_ids: tuple[int, ...]) -> int:
         """How many passages the projects hold, counted at most once a minute: the count only chooses
         between two exact streams, so a stale one costs time at most."""
-        with self.lock:
-            count = self.sizes.get(project_ids)
-        if count is None:
-            count = Passage.objects.filter(project_id__in=project_ids).count()
-            with self.lock:
-                self.sizes[project_ids] = count
-        return count
+        return self.kept(self.sizes, project_ids, Passage.objects.filter(project_id__in=project_ids).count)
 
-    def path_index(self, project_id: int, states: tuple) -> PathIndex | None:
-        """The project's path index as built from repository ``states``, if this process holds it."""
-        with self.lock:
-            held = self.paths.get(project_id)
-        return held[1] if held is not None and held[0] == states else None
-
-    def keep_path_index(self, project_id: int, states: tuple, index: PathIndex) -> None:
-        with self.lock:
-            self.paths[project_id] = (states, index)
+    def path_index(self, project_id: int, states: tuple[RepositoryState, ...]) -> PathIndex:
+        """The project's path index as built from its repositories' ``states``, built again when they change."""
+        held = self.kept(
+            self.paths,
+            project_id,
+            lambda: (states, PathIndex.of([repository_files(repository_id=state.id) for state in states])),
+            lambda held: held[0] == states,
+        )
+        return held[1]
 
     def clear(self) -> None:
         self.copies.clear()
@@ -160,7 +156,7 @@ CACHE = Cache()
 def open_stream(project_ids: tuple[int, ...], filters: SearchFilters) -> Stream:
     """The stream for a search: PostgreSQL's for small projects and for test fixtures (which no copy
     holds), else the in-memory copy when the projects' copies fit in the budget."""
-    if filters.includes_test:
+    if TEST_TAG in filters.tags:
         return PostgresStream(project_ids, filters, EXACT)
     passages = CACHE.passages(project_ids)
     if passages <= settings.CONTEXTFORGE_EXACT_SCAN_MAX:
@@ -212,7 +208,7 @@ class PostgresStream:
             f" FROM {Passage._meta.db_table} p WHERE p.project_id = ANY(%s){only} GROUP BY p.item_id) s"
             f" JOIN ({items}) i ON i.id = s.item_id ORDER BY s.cosine DESC, i.id LIMIT %s"
         )
-        vector, seen = vector_text(query_vector), set()
+        vector, seen = vector_text(query_vector), set[int]()
         rows = max(FIRST_EXACT_ROWS, 4 * limit)
         while True:
             with connection.cursor() as cursor:

@@ -88,7 +88,7 @@ def fill(project, count: int, *, seed: int) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_searches_return_the_brute_force_top_k_while_other_threads_rewrite_the_passages(cast, in_memory):
+def test_searches_return_the_brute_force_top_k_while_other_threads_rewrite_the_passages(cast, stream):
     """Writers swap the passages of near and far items (vectors and spans), one swap per transaction, with
     the item rows: every committed state holds the same vectors, so every search's scores are the brute-force
     ones, and each hit's passage is one of its item's own, whatever it overlapped."""
@@ -154,7 +154,7 @@ def test_searches_return_the_brute_force_top_k_while_other_threads_rewrite_the_p
     assert swaps == 72 and len(results) >= 10
     every_span = set().union(*spans.values())
     for strategy, hits in results:
-        assert strategy == "matrix"
+        assert strategy == stream
         assert len({pk for pk, _, _ in hits}) == limit
         assert [score for _, score, _ in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
         # A span some item had: of one version or the other, never a mix (the text read with it).

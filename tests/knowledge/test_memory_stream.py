@@ -4,7 +4,7 @@ cosine, each with a bound no later chunk exceeds."""
 import numpy as np
 import pytest
 
-from knowledge.ranking.memory import DIMENSIONS, Snapshot, largest, nearest
+from knowledge.ranking.memory import DIMENSIONS, Snapshot, nearest
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -22,7 +22,6 @@ def snapshot(project_id: int, vectors: np.ndarray, live: np.ndarray, passages: i
         stamps=np.zeros(rows),
         proposals=np.zeros(rows, dtype=bool),
         references=np.empty(rows, dtype=object),
-        single=passages == 1,
     )
 
 
@@ -69,21 +68,3 @@ def test_the_stream_yields_every_item_once_at_its_best_passage_with_an_exact_bou
     seen = streamed(snapshots, query, first_chunk)
     assert seen.keys() == expected.keys()
     assert max(abs(seen[i] - expected[i]) for i in expected) < 1e-6
-
-
-@pytest.mark.parametrize("layout", ["random", "sorted", "reversed", "ties", "mostly masked"])
-def test_the_top_positions_hold_the_largest_values_whatever_their_layout(layout):
-    rng = np.random.default_rng(5)
-    values = rng.normal(size=50_000).astype(np.float32)
-    if layout == "sorted":
-        values.sort()
-    elif layout == "reversed":
-        values[::-1].sort()
-    elif layout == "ties":
-        values = np.round(values, 1)
-    elif layout == "mostly masked":
-        values[rng.random(len(values)) < 0.97] = -np.inf
-    for count in (1, 17, 1025, 4097, 49_999):
-        top = largest(values, count)
-        assert len(top) == len(set(top.tolist())) == count
-        assert np.array_equal(np.sort(values[top]), np.sort(values)[len(values) - count :])

@@ -9,6 +9,7 @@ import pytest
 from knowledge import embeddings, passages, services
 from knowledge.importers import Record
 from knowledge.models import KnowledgeItem, Passage
+from knowledge.ranking import search
 from knowledge.tasks import cut_passages, embed_pending_items
 from tests.knowledge.factories import make_item
 
@@ -163,7 +164,7 @@ def test_an_import_while_the_model_is_down_writes_pending_items_without_passages
     assert not Passage.objects.filter(project=cast.project).exists()
 
 
-def test_an_item_of_100000_characters_is_split_and_saved(cast, remembered_embeddings):
+def test_an_item_of_100000_characters_is_split_saved_and_searchable(cast, remembered_embeddings):
     paragraph = SECTION * 4
     content = "\n\n".join(paragraph for _ in range(100_000 // len(paragraph) + 1))[:100_000]
     with remembered_embeddings():  # the windows of a repeated paragraph repeat: each is embedded once
@@ -171,6 +172,8 @@ def test_an_item_of_100000_characters_is_split_and_saved(cast, remembered_embedd
         stored = assert_passages(item)
     assert 60 <= len(stored) <= passages.MAX_PASSAGES
     assert stored[-1].end == 100_000
+    hit = search(projects=[cast.project], query="what does the on-call engineer check first", limit=1).hits[0]
+    assert hit.item.pk == item.pk and hit.passage.text in content
 
 
 def test_the_re_cut_embeds_the_long_items_the_migration_left_whole_and_marks_the_short_ones(cast):

@@ -12,9 +12,7 @@ from knowledge.ranking.signals import (
     Signals,
     combine,
     final_score,
-    git_factor,
     proposal_penalty,
-    recency_factor,
     recency_of_age,
     score_ceiling,
 )
@@ -26,7 +24,7 @@ def boost(age_days: float) -> float:
     """The recency boost as a share of the cosine, the way the spec states it (+15 % today)."""
     signals = Signals(
         cosine=0.5,
-        recency=recency_factor(NOW - timedelta(days=age_days), None, NOW),
+        recency=recency_of_age(age_days * 86_400),
         git=0,
         proposal_penalty=1,
     )
@@ -38,15 +36,9 @@ def test_recency_boost_halves_every_sixty_days(age_days, expected):
     assert boost(age_days) == pytest.approx(expected)
 
 
-def test_recency_uses_updated_at_and_falls_back_to_created_at():
-    updated = NOW - timedelta(days=60)
-    created = NOW - timedelta(days=600)
-    assert recency_factor(updated, created, NOW) == pytest.approx(0.5)
-    assert recency_factor(None, created, NOW) == pytest.approx(0.5**10)
-
-
-def test_a_timestamp_in_the_future_counts_as_age_zero():
-    assert recency_factor(NOW + timedelta(days=3), None, NOW) == 1.0
+def test_a_timestamp_in_the_future_counts_as_age_zero_and_none_as_no_recency():
+    assert recency_of_age(-3 * 86_400) == 1.0
+    assert recency_of_age(np.nan) == 0.0
 
 
 def test_old_items_are_not_penalized_they_just_lose_the_boost():
@@ -70,7 +62,7 @@ WINDOW = (NOW - timedelta(days=30)).timestamp()
 
 
 def git(references, *repositories: RepositoryFiles) -> float:
-    return git_factor(references, PathIndex.of(repositories), WINDOW)
+    return PathIndex.of(repositories).git(references, WINDOW)
 
 
 def test_git_boost_is_proportional_to_the_share_of_live_references():
