@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import date
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -55,7 +57,42 @@ def verifier_of(item: KnowledgeItem) -> str | None:
     return item.verified_by.username if item.verified_by else None
 
 
+# The two date fields' representations, exactly as DRF gives them (ISO 8601, the current time zone, "Z").
+_DATETIME = serializers.DateTimeField()
+_DATE = serializers.DateField()
+
+
+def item_data(item: KnowledgeItem, today: date | None = None) -> dict:
+    """The item as the API answers it: what ItemOutputSerializer's fields (which the schema describes)
+    would make of it, read straight off the item. Building a ModelSerializer's fields and running them
+    cost ~0.1 ms per item (1.25 ms for ten hits under load), more than the rest of the response; this
+    costs a few microseconds. ``today``: the day that decides ``expired`` (default: today, in the server's
+    time zone), given once for a whole response. tests/test_api_output.py checks it against the fields."""
+    verified_at = item.verified_at
+    valid_until = item.valid_until
+    return {
+        "id": item.pk,
+        "project": item.project.slug,
+        "title": item.title,
+        "content": item.content,
+        "tags": list(item.tags),
+        "space": item.space,
+        "references": list(item.references),
+        "is_proposal": item.is_proposal,
+        "is_pending": item.is_pending,
+        "created_at": _DATETIME.to_representation(item.created_at),
+        "updated_at": _DATETIME.to_representation(item.updated_at),
+        "valid_until": None if valid_until is None else _DATE.to_representation(valid_until),
+        "expired": item.is_expired(today or timezone.localdate()),
+        "unreviewed": item.unreviewed,
+        "verified_at": None if verified_at is None else _DATETIME.to_representation(verified_at),
+        "verified_by": verifier_of(item),
+    }
+
+
 class ItemOutputSerializer(serializers.ModelSerializer):
+    """Describes an item in the schema; its representation is item_data's (no field runs per item)."""
+
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     is_pending = serializers.BooleanField(read_only=True, help_text="True until the item has an embedding.")
     valid_until = serializers.DateField(
@@ -98,6 +135,9 @@ class ItemOutputSerializer(serializers.ModelSerializer):
 
     def get_verified_by(self, item: KnowledgeItem) -> str | None:
         return verifier_of(item)
+
+    def to_representation(self, instance: KnowledgeItem) -> dict:
+        return item_data(instance)
 
 
 VALID_UNTIL_HELP = (
@@ -305,15 +345,15 @@ class HitSerializer(serializers.Serializer):
 def hits_data(hits: Sequence[Hit], links: Mapping[int, list] | None = None) -> list[dict]:
     """The one hit serializer the API and MCP answer with (HitSerializer describes it in the schema).
 
-    Plain dicts: the items go through ItemOutputSerializer once for the whole response, the rest is read
-    off each hit, so a response builds its serializer fields once rather than once per hit. ``links``:
+    Plain dicts read off each hit and its item (item_data: what ItemOutputSerializer answers), so that no
+    serializer field is built or run per response. ``links``:
     each hit's relations by item id, as ``selectors.search_for`` found them (``Found.links``).
     """
     links = links or {}
-    items = ItemOutputSerializer([hit.item for hit in hits], many=True).data
+    today = timezone.localdate()
     return [
         {
-            "item": item,
+            "item": item_data(hit.item, today),
             "score": hit.score,
             "signals": {
                 "cosine": hit.signals.cosine,
@@ -328,7 +368,7 @@ def hits_data(hits: Sequence[Hit], links: Mapping[int, list] | None = None) -> l
             "relations": [link.as_dict() for link in links.get(hit.item.pk, ())],
             "superseded_by": _superseded_by(links.get(hit.item.pk, ())),
         }
-        for hit, item in zip(hits, items, strict=True)
+        for hit in hits
     ]
 
 
@@ -429,6 +469,9 @@ class ImportOutputSerializer(serializers.Serializer):
 
 class TrashedItemOutputSerializer(ItemOutputSerializer):
     deleted_at = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance: KnowledgeItem) -> dict:
+        return item_data(instance) | {"deleted_at": _DATETIME.to_representation(instance.deleted_at)}
 
     class Meta(ItemOutputSerializer.Meta):
         fields = [*ItemOutputSerializer.Meta.fields, "deleted_at"]
