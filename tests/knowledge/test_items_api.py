@@ -335,6 +335,10 @@ def test_the_plain_item_representation_is_what_the_schema_fields_would_give(cast
     by_fields = [drf.ModelSerializer.to_representation(ItemOutputSerializer(), row) for row in rows]
     assert [item_data(row) for row in rows] == by_fields
     assert [ItemOutputSerializer(row).data for row in rows] == by_fields
+    with timezone.override("America/New_York"):  # a current time zone other than UTC: no "Z"
+        in_new_york = [drf.ModelSerializer.to_representation(ItemOutputSerializer(), row) for row in rows]
+        assert [item_data(row) for row in rows] == in_new_york
+        assert in_new_york[1]["verified_at"] == "2020-01-15T03:30:00.000005-05:00"
     assert (by_fields[1]["expired"], by_fields[2]["expired"]) == (True, False)
     assert by_fields[1]["is_pending"] and by_fields[1]["space"] == "architecture/auth"
     assert by_fields[1]["verified_by"] == cast.member.username
