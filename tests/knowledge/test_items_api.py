@@ -346,3 +346,33 @@ def test_the_plain_item_representation_is_what_the_schema_fields_would_give(cast
     assert TrashedItemOutputSerializer(trashed).data == drf.ModelSerializer.to_representation(
         TrashedItemOutputSerializer(), trashed
     )
+
+
+def test_a_search_counts_its_hits_tokens_exactly_whether_remembered_or_not(cast, owner_api):
+    """Every search answers the tokens its hits hold (budget.used); the counts a process remembers
+    (knowledge.api.serializers.token_counts) give what the tokenizer gives, and stay within their bound."""
+    from knowledge.api.serializers import TokenCounts, token_counts
+    from knowledge.embeddings import count_tokens
+
+    make_item(cast.project, "JWT signing", "Access tokens are signed with RS256 keys, rotated monthly.")
+    make_item(cast.project, "Token lifetime", "Access tokens live fifteen minutes; refresh tokens a day.")
+    token_counts.counts.clear()
+    answers = [
+        owner_api.post("/api/v1/search/", {"query": "how are access tokens signed"}, format="json").json()
+        for _ in range(2)  # counted, then remembered
+    ]
+    costs = [
+        count_tokens(h["item"]["title"]) + count_tokens(h["item"]["content"]) for h in answers[0]["results"]
+    ]
+    assert len(costs) == 2 and [a["budget"]["used"] for a in answers] == [sum(costs)] * 2
+    one = owner_api.post(
+        "/api/v1/search/",
+        {"query": "how are access tokens signed", "budget_tokens": costs[0] + 1},
+        format="json",
+    ).json()
+    assert (len(one["results"]), one["budget"]["used"], one["budget"]["omitted"]) == (1, costs[0], 1)
+
+    small = TokenCounts(chars=100, longest=60)
+    texts = ["Access tokens are signed with RS256 keys.", "Refresh tokens live a day.", "x" * 61]
+    assert [small.count(t) for t in texts * 2] == [count_tokens(t) for t in texts * 2]
+    assert small.held <= 100 and all(text != "x" * 61 for _model, text in small.counts)
