@@ -3,9 +3,11 @@ key), it skips what only pages need (sessions, CSRF, messages, htmx), and a sear
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from django.contrib.sessions.models import Session
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts import services
@@ -46,6 +48,26 @@ def test_a_revoked_key_is_refused_on_its_next_request_with_the_cache_on(api):
     services.api_key_revoke(key=ApiKey.objects.get(hashed_secret=services.hash_secret(api.secret)))
     refused, _ = searched(api)
     assert refused.status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_cached_by_a_request_while_its_revocation_commits_is_refused_after_the_commit(cast):
+    """The revocation's signal drops the cached key before the commit; a request on another connection
+    meanwhile reads the row unchanged and caches it again. The drop at the commit removes that."""
+    secret = api_client_for(cast.member, scopes=["read"]).secret
+    key = services.api_key_authenticate(secret=secret)  # used just now: no last_used_at write below
+
+    def another_request():
+        try:
+            return services.api_key_authenticate(secret=secret)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        services.api_key_revoke(key=key)
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(another_request).result() is not None  # not committed yet: still active
+    assert services.api_key_authenticate(secret=secret) is None
 
 
 def test_a_key_changed_in_the_admin_is_read_anew(api, cast):
