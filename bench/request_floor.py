@@ -125,12 +125,16 @@ def main(argv=None) -> dict:
     from knowledge.ranking import search as rank
 
     def engine(question: str) -> None:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         vector = embeddings.embed_query(question)
         times["onnx"].append((time.perf_counter() - started) * 1000)
-        started = time.perf_counter()
+        cpu_times["onnx"].append((time.process_time() - cpu_started) * 1000)
+        started, cpu_started = time.perf_counter(), time.process_time()
         rank(projects=[project], query=question, query_vector=vector, limit=10)
         times["engine"].append((time.perf_counter() - started) * 1000)
+        cpu_times["engine"].append((time.process_time() - cpu_started) * 1000)
+
+    cpu_times: dict[str, list[float]] = {"onnx": [], "engine": []}  # this process's CPU, its threads too
 
     names = ("raw", "django", "drf", "search", "took", "torch", "onnx", "engine")
     times: dict[str, list[float]] = {k: [] for k in names}
@@ -147,8 +151,9 @@ def main(argv=None) -> dict:
             for call in calls.values():
                 call(json.dumps({"query": question, "limit": 10}).encode())
         engine(questions[0])  # this process's model and copy
-        times["onnx"].clear()
-        times["engine"].clear()
+        for kept in (times, cpu_times):
+            kept["onnx"].clear()
+            kept["engine"].clear()
         for _ in range(args.rounds):
             for question in questions:
                 body = json.dumps({"query": question, "limit": 10}).encode()
@@ -194,6 +199,12 @@ def main(argv=None) -> dict:
         "onnx_plus_engine_over_torch": (p50["onnx"] + p50["engine"]) / p50["torch"],
         "search_over_onnx_plus_engine": p50["search"] / (p50["onnx"] + p50["engine"]),
         "server_cpu_ms_per_request": cpu,
+        # The ranking service's CPU (its ONNX threads included) as this process spends it on the same
+        # questions: what the search's server CPU holds beside the request around it.
+        "service_cpu_ms_in_process": {name: statistics.median(v) for name, v in cpu_times.items()},
+        "search_cpu_outside_the_service_ms": cpu["search"]
+        - statistics.median(cpu_times["onnx"])
+        - statistics.median(cpu_times["engine"]),
     }
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
@@ -213,6 +224,11 @@ def report(r: dict) -> None:
     )
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in r["server_cpu_ms_per_request"].items())
     print(f"  the server's CPU time per request (ms): {cpu}")
+    service = ", ".join(f"{name} {ms:.2f}" for name, ms in r["service_cpu_ms_in_process"].items())
+    print(
+        f"  CPU of the ranking service's parts in this process (ms, medians): {service}; the search's server "
+        f"CPU beside them: {r['search_cpu_outside_the_service_ms']:.2f} ms"
+    )
 
 
 if __name__ == "__main__":
