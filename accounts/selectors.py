@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from django.core.cache import caches
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from accounts.keycache import key_cache
 from accounts.models import ROLE_SCOPES, ApiKey, Invitation, Membership, OidcIdentity, Project, Role, Scope
-from accounts.services import KEY_CACHE, hash_secret, key_projects_cache_name
+from accounts.services import hash_secret, key_projects_cache_name
 
 # The one answer for a project the caller cannot reach, whichever door asked (page, API, MCP, import):
 # it never says whether the project exists.
@@ -24,14 +24,14 @@ def projects_for(*, user, scope: str = "read", api_key: ApiKey | None = None) ->
 
 def key_projects(*, api_key: ApiKey, scope: str = "read") -> list[Project]:
     """projects_for the key's owner through ``api_key``, as a list cached beside the key's lookup (see
-    accounts.signals: a change of the key, its owner, the owner's memberships or one of these projects
-    drops it): what a search reads on every request."""
-    cache, name = caches[KEY_CACHE], key_projects_cache_name(api_key.hashed_secret, scope)
-    projects = cache.get(name)
-    if projects is None:
-        projects = list(projects_for(user=api_key.owner, scope=scope, api_key=api_key))
-        cache.set(name, projects)
-    return projects
+    accounts/keycache.py; accounts.signals: a change of the key, its owner, the owner's memberships or
+    one of these projects counts at once): what a search reads on every request. The projects are
+    shared by the requests of a process: read them, do not change them."""
+    projects, _version = key_cache.lookup(
+        key_projects_cache_name(api_key.hashed_secret, scope),
+        lambda: list(projects_for(user=api_key.owner, scope=scope, api_key=api_key)),
+    )
+    return list(projects)
 
 
 CHANGES_FORBIDDEN = _("Your role in this project does not allow changes.")

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
+from accounts.keycache import handed_out, key_cache
 from accounts.models import (
     DEFAULT_TASK_PREFIX,
     TASK_PREFIX_INVALID,
@@ -31,7 +31,6 @@ from accounts.models import (
 logger = logging.getLogger(__name__)
 
 SECRET_PREFIX = "cf_live_"
-KEY_CACHE = "keys"  # the cache alias (settings.CACHES) of API keys' lookups
 INVALID_SCOPES = _("Unknown scope(s): {scopes}. Use read, write and admin.")
 NO_SCOPES = _("Give the key at least one scope.")
 NAME_REQUIRED = _("A project needs a name.")
@@ -109,37 +108,39 @@ def key_projects_cache_name(hashed_secret: str, scope: str) -> str:
 
 
 def key_cache_forget(hashed_secrets) -> None:
-    """Drop these keys' cached lookups and projects (accounts.signals calls it on every change that
-    concerns a key: the key, its owner, the owner's memberships, a project of theirs)."""
+    """Forget these keys' cached lookups and projects (accounts.signals calls it on every change that
+    concerns a key: the key, its owner, the owner's memberships, a project of theirs), in every process,
+    now and again when the change commits (accounts/keycache.py)."""
     names = []
     for hashed in hashed_secrets:
         names.append(key_cache_name(hashed))
         names += [key_projects_cache_name(hashed, scope) for scope in Scope.values]
-    caches[KEY_CACHE].delete_many(names)
+    key_cache.forget(names)
 
 
 def api_key_authenticate(*, secret: str) -> ApiKey | None:
-    """The active key behind ``secret``, or None. A found key is cached briefly (settings.CACHES["keys"],
-    shared by every process): a change to the key, its owner or the owner's memberships drops the entry,
-    so a revoked key is refused on its next request, by any web worker."""
+    """The active key behind ``secret``, or None. A found key is cached briefly (accounts/keycache.py:
+    this process, then the files or Redis that every process shares): a change to the key, its owner or
+    the owner's memberships reaches every process at once, so a revoked key is refused on its next
+    request, by any web worker."""
     if not secret.startswith(SECRET_PREFIX):
         return None
     hashed = hash_secret(secret)
-    cache = caches[KEY_CACHE]
-    key = cache.get(key_cache_name(hashed))
+    name = key_cache_name(hashed)
+
+    def load() -> ApiKey | None:
+        return ApiKey.objects.active().select_related("owner").filter(hashed_secret=hashed).first()
+
+    key, version = key_cache.lookup(name, load)
     if key is None:
-        try:
-            key = ApiKey.objects.active().select_related("owner").get(hashed_secret=hashed)
-        except ApiKey.DoesNotExist:
-            return None
-        cache.set(key_cache_name(hashed), key)
+        return None
     now = timezone.now()
     # Writing on every request would serialize concurrent clients on one row; a minute is precise enough.
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
-        cache.set(key_cache_name(hashed), key)
-    return key
+        key_cache.refresh(name, key, version)
+    return handed_out(key)
 
 
 def _clean_project(values: dict) -> dict:

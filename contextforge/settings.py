@@ -199,7 +199,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # "keys": API keys as their last lookup found them, for CONTEXTFORGE_KEY_CACHE_SECONDS (0: no cache). Every
 # process shares it, so that a key revoked through one web worker is refused by all at once (see
-# accounts/signals.py): Redis when CONTEXTFORGE_CACHE_URL names one, else files in the data directory.
+# accounts/signals.py): Redis when CONTEXTFORGE_CACHE_URL names one, else files in the data directory,
+# with each process's own copy in front, checked against a generation every process maps
+# (accounts/keycache.py).
 CONTEXTFORGE_KEY_CACHE_SECONDS = env_int("CONTEXTFORGE_KEY_CACHE_SECONDS", 60)
 CONTEXTFORGE_CACHE_URL = os.environ.get("CONTEXTFORGE_CACHE_URL", "")
 if CONTEXTFORGE_CACHE_URL and not CONTEXTFORGE_CACHE_URL.startswith(("redis://", "rediss://")):

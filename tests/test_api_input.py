@@ -92,3 +92,27 @@ def test_a_limit_or_offset_beyond_bigint_is_never_a_500(cast, admin_api, path, q
     assert response.status_code in (200, 400), response.content[:300]
     if response.status_code == 200:
         assert len(response.json()["results"]) <= 500
+
+
+def test_one_validator_per_serializer_shares_nothing_mutable_between_requests():
+    """validated() runs one serializer instance per class for every request (its fields built once): what
+    it answers is new each time, and a list default that every request would share is refused."""
+    from rest_framework import serializers
+
+    from contextforge.api.validation import InputSerializer, validated, validator
+    from knowledge.api.serializers import SearchFiltersSerializer
+
+    first = validated(SearchFiltersSerializer, {})
+    first["tags"].append("leaked")
+    assert validated(SearchFiltersSerializer, {}) == {"tags": []}
+    with pytest.raises(serializers.ValidationError) as refused:
+        validated(SearchFiltersSerializer, {"tags": "auth", "colour": 1})
+    assert set(refused.value.detail) == {"colour"}  # unknown fields are refused before the rest is read
+    assert validated(SearchFiltersSerializer, {"tags": ["auth"]}) == {"tags": ["auth"]}
+
+    class Shared(InputSerializer):
+        nested = SearchFiltersSerializer(required=False)
+        tags = serializers.ListField(child=serializers.CharField(), default=[])
+
+    with pytest.raises(TypeError, match="Shared.tags"):
+        validator(Shared)

@@ -3,19 +3,26 @@ key), it skips what only pages need (sessions, CSRF, messages, htmx), and a sear
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 from django.contrib.sessions.models import Session
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts import services
 from accounts.models import ApiKey, Role
 from tests.conftest import api_client_for
 from tests.knowledge.factories import make_item
+from tests.mcpserver.conftest import child_env
 
 pytestmark = pytest.mark.django_db
 
 SEARCH = {"query": "how are tokens signed"}
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def key_reads(queries) -> list[str]:
@@ -46,6 +53,49 @@ def test_a_revoked_key_is_refused_on_its_next_request_with_the_cache_on(api):
     services.api_key_revoke(key=ApiKey.objects.get(hashed_secret=services.hash_secret(api.secret)))
     refused, _ = searched(api)
     assert refused.status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_cached_by_a_request_while_its_revocation_commits_is_refused_after_the_commit(cast):
+    """The revocation's signal drops the cached key before the commit; a request on another connection
+    meanwhile reads the row unchanged and caches it again. The drop at the commit removes that."""
+    secret = api_client_for(cast.member, scopes=["read"]).secret
+    key = services.api_key_authenticate(secret=secret)  # used just now: no last_used_at write below
+
+    def another_request():
+        try:
+            return services.api_key_authenticate(secret=secret)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        services.api_key_revoke(key=key)
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(another_request).result() is not None  # not committed yet: still active
+    assert services.api_key_authenticate(secret=secret) is None
+
+
+REVOKE_ELSEWHERE = """
+import django
+django.setup()
+from accounts import services
+from accounts.models import ApiKey
+services.api_key_revoke(key=ApiKey.objects.get(hashed_secret=services.hash_secret({secret!r})))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_revoked_by_another_process_is_refused_here_on_its_next_request(cast):
+    """This process holds the key in its own tier (no file read, no query); a revocation in another
+    process (another web worker, the admin) reaches it at once through the shared generation."""
+    secret = api_client_for(cast.member, scopes=["read"]).secret
+    assert services.api_key_authenticate(secret=secret) is not None
+    with CaptureQueriesContext(connection) as queries:
+        assert services.api_key_authenticate(secret=secret) is not None
+    assert key_reads(queries) == []
+    script = REVOKE_ELSEWHERE.format(secret=secret)
+    subprocess.run([sys.executable, "-c", script], env=child_env(), cwd=ROOT, check=True, timeout=120)
+    assert services.api_key_authenticate(secret=secret) is None
 
 
 def test_a_key_changed_in_the_admin_is_read_anew(api, cast):

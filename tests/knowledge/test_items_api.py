@@ -300,3 +300,79 @@ def test_a_key_whose_owner_has_left_every_project_finds_nothing_and_gets_no_erro
     response = client.post("/api/v1/search/", {"query": "how do we deploy"}, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["results"] == []
+
+
+def test_the_plain_item_representation_is_what_the_schema_fields_would_give(cast):
+    """item_data (what the API, MCP and the hits answer) reads the item without running a serializer field:
+    it must give what ItemOutputSerializer's declared fields, which the schema describes, would give."""
+    from datetime import date, timedelta
+
+    from django.utils import timezone
+    from rest_framework import serializers as drf
+
+    from knowledge.api.serializers import ItemOutputSerializer, TrashedItemOutputSerializer, item_data
+
+    plain = make_item(cast.project, "Plain", "no dates")
+    full = make_item(cast.project, "Full", "see ./app/views.py:10 and lib/auth.ts", tags=["web", "auth"])
+    KnowledgeItem.objects.filter(pk=full.pk).update(
+        space="architecture/auth",
+        is_proposal=True,
+        unreviewed=True,
+        embedding=None,
+        valid_until=date(2020, 1, 31),
+        verified_at=datetime(2020, 1, 15, 8, 30, 0, 5, UTC),
+        verified_by=cast.member,
+        deleted_at=timezone.now() - timedelta(days=1),
+    )
+    confirmed = make_item(cast.project, "Confirmed", "still true")
+    KnowledgeItem.objects.filter(pk=confirmed.pk).update(
+        valid_until=date(2020, 1, 31), verified_at=datetime(2020, 2, 1, tzinfo=UTC), verified_by=cast.member
+    )
+    rows = [
+        *KnowledgeItem.objects.filter(pk__in=[plain.pk, full.pk, confirmed.pk]).order_by("pk"),
+        *KnowledgeItem.objects.with_verifier().filter(pk__in=[full.pk, confirmed.pk]).order_by("pk"),
+    ]
+    by_fields = [drf.ModelSerializer.to_representation(ItemOutputSerializer(), row) for row in rows]
+    assert [item_data(row) for row in rows] == by_fields
+    assert [ItemOutputSerializer(row).data for row in rows] == by_fields
+    with timezone.override("America/New_York"):  # a current time zone other than UTC: no "Z"
+        in_new_york = [drf.ModelSerializer.to_representation(ItemOutputSerializer(), row) for row in rows]
+        assert [item_data(row) for row in rows] == in_new_york
+        assert in_new_york[1]["verified_at"] == "2020-01-15T03:30:00.000005-05:00"
+    assert (by_fields[1]["expired"], by_fields[2]["expired"]) == (True, False)
+    assert by_fields[1]["is_pending"] and by_fields[1]["space"] == "architecture/auth"
+    assert by_fields[1]["verified_by"] == cast.member.username
+    trashed = KnowledgeItem.objects.get(pk=full.pk)
+    assert TrashedItemOutputSerializer(trashed).data == drf.ModelSerializer.to_representation(
+        TrashedItemOutputSerializer(), trashed
+    )
+
+
+def test_a_search_counts_its_hits_tokens_exactly_whether_remembered_or_not(cast, owner_api):
+    """Every search answers the tokens its hits hold (budget.used); the counts a process remembers
+    (knowledge.api.serializers.token_counts) give what the tokenizer gives, and stay within their bound."""
+    from knowledge.api.serializers import TokenCounts, token_counts
+    from knowledge.embeddings import count_tokens
+
+    make_item(cast.project, "JWT signing", "Access tokens are signed with RS256 keys, rotated monthly.")
+    make_item(cast.project, "Token lifetime", "Access tokens live fifteen minutes; refresh tokens a day.")
+    token_counts.counts.clear()
+    answers = [
+        owner_api.post("/api/v1/search/", {"query": "how are access tokens signed"}, format="json").json()
+        for _ in range(2)  # counted, then remembered
+    ]
+    costs = [
+        count_tokens(h["item"]["title"]) + count_tokens(h["item"]["content"]) for h in answers[0]["results"]
+    ]
+    assert len(costs) == 2 and [a["budget"]["used"] for a in answers] == [sum(costs)] * 2
+    one = owner_api.post(
+        "/api/v1/search/",
+        {"query": "how are access tokens signed", "budget_tokens": costs[0] + 1},
+        format="json",
+    ).json()
+    assert (len(one["results"]), one["budget"]["used"], one["budget"]["omitted"]) == (1, costs[0], 1)
+
+    small = TokenCounts(chars=100, longest=60)
+    texts = ["Access tokens are signed with RS256 keys.", "Refresh tokens live a day.", "x" * 61]
+    assert [small.count(t) for t in texts * 2] == [count_tokens(t) for t in texts * 2]
+    assert small.held <= 100 and all(text != "x" * 61 for _model, text in small.counts)
