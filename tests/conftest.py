@@ -21,6 +21,49 @@ from knowledge import embeddings
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, whose commits do not wait for the disk: a test database is thrown
+    away, never recovered after a crash, and the transactional tests (servers, workers and browsers in
+    other processes see committed rows only) commit thousands of times. What a commit makes visible, and
+    when, is unchanged (PostgreSQL's asynchronous commit); the setting is the test database's alone."""
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            f"ALTER DATABASE {connection.ops.quote_name(connection.settings_dict['NAME'])} "
+            "SET synchronous_commit TO off"
+        )
+        cursor.execute("SET synchronous_commit TO off")  # this connection too, opened before
+    yield
+
+
+# Reference rows that Django's post_migrate signal writes, the same after every flush: the flush that ends
+# each transactional test empties every other table, and post_migrate then finds these all present
+# instead of writing them again row by row (most of a transactional test's teardown otherwise).
+KEPT_ON_FLUSH = frozenset({"django_content_type", "auth_permission"})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_keeps_reference_rows():
+    from django.core.management.commands import flush
+
+    original = flush.sql_flush
+
+    def sql_flush(style, connection, reset_sequences=True, allow_cascade=False):
+        tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+        return connection.ops.sql_flush(
+            style,
+            [table for table in tables if table not in KEPT_ON_FLUSH],
+            reset_sequences=reset_sequences,
+            allow_cascade=allow_cascade,
+        )
+
+    flush.sql_flush = sql_flush
+    yield
+    flush.sql_flush = original
+
+
+@pytest.fixture(scope="session")
 def embedder():
     """The real all-MiniLM-L6-v2, loaded once per test session."""
     return embeddings.get_model()
