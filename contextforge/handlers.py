@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import django
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers import asgi
@@ -20,12 +20,16 @@ class ASGIHandler(asgi.ASGIHandler):
     response's close (request_finished), each in a thread of the request's own (ThreadSensitiveContext: a
     thread started for every request), with a task beside it listening for a disconnect. Every one here
     is sync, so this handler runs them as the WSGI handler does: the signals, the middleware chain (loaded
-    for sync), the view and the response's close together, in one call to a thread of the event loop's
-    pool; only reading the body and sending the response stay in the loop. The database connection a
-    request used goes back to its pool in the thread that used it (request_finished). A streaming
-    response's sync iterator is read whole in that thread, as Django's handler reads it whole too under
-    ASGI (``StreamingHttpResponse.__aiter__``); an async one is sent from the loop as Django sends it.
-    A client that disconnects no longer cancels its request: a sync view runs to its end either way.
+    for sync), the view and the response's close together, in one call to the request's own thread; only
+    reading the body and sending the response stay in the loop. The thread is started for the request, as
+    Django's is, not taken from the event loop's pool: on a loaded machine a long-lived pool thread waited
+    longer for a core after each database round trip and each model run (a 10,000-item API search 1.2x
+    slower by wall time for the same CPU, bench/RESULTS.md "Engine mechanisms"), far more than a thread's
+    start costs. The database connection a request used goes back to its pool in the thread that used it
+    (request_finished). A streaming response's sync iterator is read whole in that thread, as Django's
+    handler reads it whole too under ASGI (``StreamingHttpResponse.__aiter__``); an async one is sent from
+    the loop as Django sends it. A client that disconnects no longer cancels its request: a sync view runs
+    to its end either way.
     """
 
     def load_middleware(self, is_async=False):
@@ -37,7 +41,8 @@ class ASGIHandler(asgi.ASGIHandler):
         except RequestAborted:
             return
         try:
-            response = await sync_to_async(self.respond, thread_sensitive=False)(scope, body_file)
+            async with ThreadSensitiveContext():  # the request's own thread (see above)
+                response = await sync_to_async(self.respond, thread_sensitive=True)(scope, body_file)
             await self.send_response(response, send)
             if not response.closed:  # an async stream: closed once sent
                 await sync_to_async(response.close, thread_sensitive=False)()
