@@ -1334,6 +1334,15 @@ def import_rows_counted(*, format: str, name: str, data: bytes) -> int:
     return count
 
 
+def _check_upload(format: str, name: str, data: bytes) -> None:
+    """Refuse now, not in a job: an unknown format, an upload too large, a zip that must not be unpacked
+    or whose members are corrupt."""
+    importers.check_format(format)
+    _check_size(name, data)
+    if importers.archive.is_zip(name, data):
+        importers.archive.check(name, data)
+
+
 def import_job_create(
     *,
     project: Project,
@@ -1352,10 +1361,7 @@ def import_job_create(
     zip that must not be unpacked, or whose members are corrupt, is refused now, not by the job. A job
     the task queue refuses is deleted again (ImportNotQueued). ``total``: its records, counted already.
     ``by_agent``: queued with an agent's key (what the job writes waits for review)."""
-    importers.check_format(format)
-    _check_size(name, data)
-    if importers.archive.is_zip(name, data):
-        importers.archive.check(name, data)
+    _check_upload(format, name, data)
     if total is None:
         total = import_rows_counted(format=format, name=name, data=data)
     status = ImportJob.Status.QUEUED if queue else ImportJob.Status.DRAFT
@@ -1414,10 +1420,7 @@ def import_dry_run(
     dry-run job that runs it in the worker (the report lands in ``job.result`` and the job ends
     previewed, a draft), so that no web process spends tens of seconds on one. The records are counted
     first, a parse alone (~200,000 a second): TooManyRows before anything else."""
-    importers.check_format(format)
-    _check_size(name, data)
-    if importers.archive.is_zip(name, data):
-        importers.archive.check(name, data)
+    _check_upload(format, name, data)
     total = import_rows_counted(format=format, name=name, data=data)
     inline_bytes = settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_MB * 1024 * 1024
     if total <= settings.CONTEXTFORGE_IMPORT_DRY_RUN_INLINE_ROWS and len(data) <= inline_bytes:
