@@ -95,6 +95,12 @@ class KnowledgeItemQuerySet(models.QuerySet):
         """Items with ``verifier``: the username of who last confirmed them still true (one join)."""
         return self.annotate(verifier=F("verified_by__username"))
 
+    def with_relation_flag(self) -> KnowledgeItemQuerySet:
+        """Items with ``related``: whether a relation has the item at either end (an index probe each),
+        so that a search's hits read their relations only when some have any."""
+        at_either_end = Q(source=models.OuterRef("pk")) | Q(target=models.OuterRef("pk"))
+        return self.annotate(related=models.Exists(Relation.objects.filter(at_either_end)))
+
     def unreviewed(self) -> KnowledgeItemQuerySet:
         """Items whose last write came from an agent and that no person has approved since."""
         return self.filter(unreviewed=True)

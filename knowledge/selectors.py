@@ -336,7 +336,7 @@ def relation_events(*, item_id: int) -> QuerySet[RelationEvent]:
 @dataclass(frozen=True)
 class Found:
     """A search as every door answers it: what the query was understood to ask, the ranked hits, and
-    each hit's relations (by item id; those with the other end in memory)."""
+    the relations of the hits that have any (by item id; those with the other end in memory)."""
 
     understood: Understood
     result: SearchResult
@@ -389,7 +389,10 @@ def search_for(
     except embeddings.EmbeddingUnavailable:
         raise ApplicationError(SEARCH_UNAVAILABLE, status_code=503) from None
     metrics.observe_search(result)
-    links = links_for(item_ids=[hit.item.pk for hit in result.hits])
+    # Only the hits that have relations (the hits statement's ``related``): most have none, and then
+    # no query is made for them.
+    related = [hit.item.pk for hit in result.hits if hit.item.related]  # type: ignore[attr-defined]
+    links = links_for(item_ids=related)
     return Found(understood=understood, result=result, links=links)
 
 

@@ -193,7 +193,13 @@ def _hits(
     in one statement: the span is of the same version of the item as its text."""
 
     def hits():
-        items = KnowledgeItem.objects.in_projects(project_ids).without_embedding().with_verifier().order_by()
+        items = (
+            KnowledgeItem.objects.in_projects(project_ids)
+            .without_embedding()
+            .with_verifier()
+            .with_relation_flag()
+            .order_by()
+        )
         if filters.texts and not marks_nothing(filters.texts):
             items = items.annotate(**{f"{n}_marked": headline(n, filters.texts) for n in HIGHLIGHTED})
         return items

@@ -169,3 +169,29 @@ def test_supersede_over_the_api_makes_the_new_version_in_the_old_ones_space(cast
     assert refused.status_code == 400 and "content" in refused.json()
     viewer = api_client_for(cast.viewer, project=cast.project)
     assert viewer.post(f"/api/v1/items/{old.pk}/supersede/", body, format="json").status_code == 403
+
+
+def test_a_search_reads_relations_only_when_its_hits_have_some(cast, pair):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.selectors import search_for
+
+    old, new = pair
+
+    def searched():
+        with CaptureQueriesContext(connection) as queries:
+            found = search_for(readable=[cast.project], query="where do deploys run")
+        reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "knowledge_relation"')]
+        return found, reads
+
+    found, reads = searched()
+    assert {hit.item.pk for hit in found.result.hits} == {old.pk, new.pk}
+    assert (reads, found.links) == ([], {})  # no hit has a relation: none read
+    services.relate(source=new, target=old, kind="supersedes")
+    found, reads = searched()
+    assert len(reads) == 1
+    assert {pk: [link.label for link in links] for pk, links in found.links.items()} == {
+        old.pk: ["superseded by"],
+        new.pk: ["supersedes"],
+    }
