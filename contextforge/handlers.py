@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import django
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers import asgi
@@ -20,8 +24,8 @@ class ASGIHandler(asgi.ASGIHandler):
     response's close (request_finished), each in a thread of the request's own (ThreadSensitiveContext: a
     thread started for every request), with a task beside it listening for a disconnect. Every one here
     is sync, so this handler runs them as the WSGI handler does: the signals, the middleware chain (loaded
-    for sync), the view and the response's close together, in one call to the request's own thread; only
-    reading the body and sending the response stay in the loop. The thread is started for the request, as
+    for sync), the view and the response's close together, in one call to the request's own thread
+    (``in_own_thread``); only reading the body and sending the response stay in the loop. The thread is started for the request, as
     Django's is, not taken from the event loop's pool: on a loaded machine a long-lived pool thread waited
     longer for a core after each database round trip and each model run (a 10,000-item API search 1.2x
     slower by wall time for the same CPU, bench/RESULTS.md "Engine mechanisms"), far more than a thread's
@@ -41,8 +45,7 @@ class ASGIHandler(asgi.ASGIHandler):
         except RequestAborted:
             return
         try:
-            async with ThreadSensitiveContext():  # the request's own thread (see above)
-                response = await sync_to_async(self.respond, thread_sensitive=True)(scope, body_file)
+            response = await in_own_thread(self.respond, scope, body_file)
             await self.send_response(response, send)
             if not response.closed:  # an async stream: closed once sent
                 await sync_to_async(response.close, thread_sensitive=False)()
@@ -64,6 +67,38 @@ class ASGIHandler(asgi.ASGIHandler):
             response.streaming_content = _replayed(list(response.streaming_content))
         response.close()  # request_finished: the connection goes back to the pool, from its thread
         return response
+
+
+async def in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a thread started for it, with the caller's context variables (a copy), as
+    the WSGI server's thread runs a request. What asgiref's thread-sensitive ``sync_to_async`` with a
+    ``ThreadSensitiveContext`` does for Django's handler, without its executor per request, which costs
+    about 0.5 ms more: an executor started, handed the call, and shut down and joined before the
+    response may be sent (bench/RESULTS.md, issue 32)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.cancelled():  # the server gave up on the request (shutdown)
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def run() -> None:
+        try:
+            result, error = context.run(function, *args), None
+        except BaseException as exc:  # handed to the awaiting request, raised there
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
+            pass
+
+    threading.Thread(target=run, name="request", daemon=True).start()
+    return await done
 
 
 async def _replayed(chunks: list[bytes]):
