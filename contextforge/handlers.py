@@ -25,15 +25,15 @@ class ASGIHandler(asgi.ASGIHandler):
     thread started for every request), with a task beside it listening for a disconnect. Every one here
     is sync, so this handler runs them as the WSGI handler does: the signals, the middleware chain (loaded
     for sync), the view and the response's close together, in one call to the request's own thread
-    (``in_own_thread``); only reading the body and sending the response stay in the loop. The thread is started for the request, as
-    Django's is, not taken from the event loop's pool: on a loaded machine a long-lived pool thread waited
-    longer for a core after each database round trip and each model run (a 10,000-item API search 1.2x
-    slower by wall time for the same CPU, bench/RESULTS.md "Engine mechanisms"), far more than a thread's
-    start costs. The database connection a request used goes back to its pool in the thread that used it
-    (request_finished). A streaming response's sync iterator is read whole in that thread, as Django's
-    handler reads it whole too under ASGI (``StreamingHttpResponse.__aiter__``); an async one is sent from
-    the loop as Django sends it. A client that disconnects no longer cancels its request: a sync view runs
-    to its end either way.
+    (``in_own_thread``); only reading the body and sending the response stay in the loop. The thread is
+    started for the request, as Django's is, not taken from the event loop's pool: on a machine whose
+    cores other processes fill (the Celery workers embedding) a long-lived pool thread waited longer for a
+    core after each database round trip and each model run, far more than a thread's start costs
+    (docs/adr/0011-a-thread-per-request.md). The database connection a request used goes back to its pool
+    in the thread that used it (request_finished). A streaming response's sync iterator is read whole in
+    that thread, as Django's handler reads it whole too under ASGI (``StreamingHttpResponse.__aiter__``);
+    an async one is sent from the loop as Django sends it. A client that disconnects no longer cancels its
+    request: a sync view runs to its end either way.
     """
 
     def load_middleware(self, is_async=False):
