@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from knowledge import services
 from knowledge.models import KnowledgeItem
 from knowledge.ranking import search
 from tests.conftest import api_client_for
@@ -279,18 +280,25 @@ def test_a_search_request_reads_the_key_and_its_projects_once_beside_the_ranking
 ):
     """Round trips to PostgreSQL are a good part of a search's time outside the model: over the ranking
     service's own statements, the request reads neither its API key nor the key's projects (both cached
-    beside the key), the project the body names once, and the hits' relations in one query, whichever
-    stream ranks."""
-    make_item(cast.project, "Deploys", "We deploy with blue-green switches behind the load balancer.")
-    make_item(cast.project, "Caching", "Redis caches the session lookups for five minutes.")
+    beside the key), the project the body names once, and the hits' relations only when a hit has some
+    (the hits' own statement says which do), whichever stream ranks."""
+    deploys = make_item(
+        cast.project, "Deploys", "We deploy with blue-green switches behind the load balancer."
+    )
+    caching = make_item(cast.project, "Caching", "Redis caches the session lookups for five minutes.")
     body = {"query": "how do we deploy", "limit": 10, **named}
     # The first search notes the key's last use (a write at most once a minute) and warms the stream.
     assert owner_api.post("/api/v1/search/", body, format="json").status_code == 200
     with CaptureQueriesContext(connection) as service:
         search(projects=[cast.project], query=body["query"], limit=10)
-    with django_assert_num_queries(len(service.captured_queries) + 1 + (1 if named else 0)):
+    with django_assert_num_queries(len(service.captured_queries) + (1 if named else 0)):
         response = owner_api.post("/api/v1/search/", body, format="json")
     assert response.status_code == 200 and len(response.json()["results"]) == 2
+    services.relate(source=deploys, target=caching, kind="relates_to")
+    # The relations, then the titles of their other ends.
+    with django_assert_num_queries(len(service.captured_queries) + 2 + (1 if named else 0)):
+        response = owner_api.post("/api/v1/search/", body, format="json")
+    assert [len(hit["relations"]) for hit in response.json()["results"]] == [1, 1]
 
 
 def test_a_key_whose_owner_has_left_every_project_finds_nothing_and_gets_no_error(cast, django_user_model):
