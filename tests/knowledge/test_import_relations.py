@@ -202,14 +202,14 @@ def test_a_relation_whose_other_end_is_nowhere_is_reported_on_its_line_naming_th
     )
 
 
-def test_a_dry_run_reports_the_relations_it_would_make_and_makes_none(linked):
-    client = api_client_for(linked.owner)
+def test_a_dry_run_reports_the_relations_it_would_make_and_makes_none(linked, client):
+    api = api_client_for(linked.owner)
     data = (
-        exported(client)
+        exported(api)
         + b'{"id": 0, "title": "Stray", "content": "x", "relations": [{"kind": "duplicates", "target": -1}]}\n'
     )
-    project_create(name="Empty", slug="empty", owner=linked.owner)
-    report = imported(client, data, dry_run=1)
+    empty = project_create(name="Empty", slug="empty", owner=linked.owner)
+    report = imported(api, data, dry_run=1)
     assert (report["dry_run"], report["created"]) == (True, 5)
     assert report["relations"] == {"created": 4, "skipped": 0, "failed": 1}
     assert report["rows"]["failed"] == [
@@ -224,4 +224,11 @@ def test_a_dry_run_reports_the_relations_it_would_make_and_makes_none(linked):
         }
     ]
     assert not KnowledgeItem.objects.filter(project__slug="empty").exists()
+    assert not Relation.objects.filter(project__slug="empty").exists()
+    # The dashboard's dry run says it too, beside the items' counts.
+    client.force_login(linked.owner)
+    upload = SimpleUploadedFile("memory.jsonl", data)
+    page = client.post("/dashboard/import/", {"project": empty.pk, "file": upload})
+    assert page.status_code == 200
+    assert b"Relations: 4 new, 0 held already, 1 not made." in page.content
     assert not Relation.objects.filter(project__slug="empty").exists()
