@@ -232,3 +232,29 @@ def test_a_dry_run_reports_the_relations_it_would_make_and_makes_none(linked, cl
     assert page.status_code == 200
     assert b"Relations: 4 new, 0 held already, 1 not made." in page.content
     assert not Relation.objects.filter(project__slug="empty").exists()
+
+
+def test_an_exported_id_two_earlier_imports_gave_different_items_is_reported_ambiguous(cast):
+    def run(format: str, *lines: dict):
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        return services.import_upload(project=cast.project, format=format, name=f"x.{format}", data=data)
+
+    run("json", {"id": 5, "title": "Sessions last an hour", "content": "From server A."})
+    run("jsonl", {"id": 5, "title": "Builds are cached", "content": "From server B."})
+    report = run(
+        "jsonl",
+        {"id": 6, "title": "Tokens", "content": "JWT.", "relations": [{"kind": "relates_to", "target": 5}]},
+    )
+    assert report.created == 1 and report.relations == {"created": 0, "skipped": 0, "failed": 1}
+    assert report.errors == [
+        {
+            "file": "x.jsonl",
+            "line": 1,
+            "errors": {
+                "relations": [
+                    "Several items of the project were imported with id 5: “relates_to 5” was not made."
+                ]
+            },
+        }
+    ]
+    assert not Relation.objects.exists()
