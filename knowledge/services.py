@@ -616,10 +616,20 @@ SYMMETRIC_KINDS = (RelationKind.CONTRADICTS, RelationKind.RELATES_TO)
 def _supersedes_path(*, project_id: int, start: int, goal: int) -> list[int] | None:
     """The ids along a chain of ``supersedes`` from ``start`` to ``goal`` in the project, if one exists
     (trashed items included: restoring one must not close a cycle)."""
+    return _path(_supersedes_edges(project_ids=[project_id]), start=start, goal=goal)
+
+
+def _supersedes_edges(*, project_ids: Iterable[int]) -> dict[int, list[int]]:
+    """The targets each item of the projects supersedes (trashed items included)."""
     edges: dict[int, list[int]] = {}
-    rows = Relation.objects.filter(project_id=project_id, kind=RelationKind.SUPERSEDES)
+    rows = Relation.objects.filter(project_id__in=list(project_ids), kind=RelationKind.SUPERSEDES)
     for source, target in rows.values_list("source_id", "target_id"):
         edges.setdefault(source, []).append(target)
+    return edges
+
+
+def _path(edges: dict[int, list[int]], *, start: int, goal: int) -> list[int] | None:
+    """The ids along a path of ``edges`` from ``start`` to ``goal``, if one exists."""
     previous: dict[int, int | None] = {start: None}
     frontier = [start]
     while frontier:
@@ -812,13 +822,37 @@ def snapshot_restore(*, snapshot: Snapshot) -> SnapshotPlan:
 
 # ----- import ---------------------------------------------------------------------------------
 
-IMPORT_FIELDS = {"title", "content", "tags", "space", "created_at", "updated_at", "project", "valid_until"}
+IMPORT_FIELDS = {
+    "title",
+    "content",
+    "tags",
+    "space",
+    "created_at",
+    "updated_at",
+    "project",
+    "valid_until",
+    "relations",
+}
 # The model embeds a batch while the one before it is written, so the last batch's write is all that
 # runs after the model: 500 keeps that tail short, and the model (sorting a batch by length) pads little.
 IMPORT_BATCH = 500
 # Rows of each kind (created, updated, skipped, failed) an import's answer lists; the counts are whole.
 ROWS_SHOWN = 50
 IMPORT_KINDS = ("created", "updated", "skipped", "failed", "deleted")
+RELATION_COUNTS = ("created", "skipped", "failed")
+RELATIONS_INVALID = _("Relations are a list of objects, each with a kind and a target (an exported id).")
+RELATION_NOT_FOUND = _(
+    "No item with id {target} in this file or in the project: “{kind} {target}” was not made."
+)
+RELATION_AMBIGUOUS = _(
+    "Several items of the project were imported with id {target}: “{kind} {target}” was not made."
+)
+# The formats whose records carry an exported ``id`` (their source key is "id:<id>").
+EXPORTED_ID_FORMATS = ("json", "jsonl")
+# Relations checked and written at once.
+RELATE_CHUNK = 1000
+# A relation whose other end several items of the project were imported as.
+AMBIGUOUS = (0, 0)
 
 
 @dataclass
@@ -833,6 +867,9 @@ class ImportReport:
     deleted: int = 0
     # What each created, updated, skipped or deleted record was: its file, line, title and item.
     rows: dict[str, list[dict]] = field(default_factory=lambda: {kind: [] for kind in IMPORT_KINDS})
+    # The relations the records carry: made, held already (skipped), or not made (failed: each one is
+    # also in ``errors``, on its line, naming ``relations``; the item itself is imported).
+    relations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RELATION_COUNTS, 0))
 
     def as_dict(self) -> dict:
         """The answer of ``POST /items/import/``."""
@@ -844,6 +881,7 @@ class ImportReport:
             "pending": self.pending,
             "errors": self.errors,
             "skipped_lines": self.skipped_lines,
+            "relations": self.relations,
         }
 
     def summary(self) -> dict:
@@ -852,6 +890,7 @@ class ImportReport:
         return {
             **{kind: getattr(self, kind) for kind in IMPORT_KINDS},
             "pending": self.pending,
+            "relations": self.relations,
             "rows": {**rows, "failed": self.errors[:ROWS_SHOWN]},
         }
 
@@ -874,6 +913,11 @@ class ImportReport:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"line": exc.messages}
         error = {"line": record.line, "errors": errors}
         self.errors.append({"file": record.file, **error} if record.file else error)
+
+    def relation_failed(self, file: str, line: int, message: str) -> None:
+        self.relations["failed"] += 1
+        error = {"line": line, "errors": {"relations": [message]}}
+        self.errors.append({"file": file, **error} if file else error)
 
 
 ROW_LIMIT = _("More than {max} items: an import holds at most {max} (CONTEXTFORGE_IMPORT_MAX_ROWS).")
@@ -958,6 +1002,8 @@ def items_import(
             history_context(channel=IMPORT, action=Action.IMPORT),
         ):
             plan.run(_valid_batches(records, plan, default_project, projects_by_slug, created_by))
+            # Once every item of the file exists: a relation may point forward to a later line.
+            plan.relate(created_by=created_by)
             if prune and format:
                 _prune(format=format, projects=plan.projects, keep=plan.seen, plan=plan)
     except TooManyRows:
@@ -1016,6 +1062,13 @@ class _ImportPlan:
     projects: set[int] = field(default_factory=set)
     unbatched: int = 0
     by_agent: bool = False  # an agent's import: what it creates or changes waits for review
+    # Each record's exported id (as text) -> its item's (id, project id): how a relation finds its other
+    # end in the same file. A dry run gives the items it would create placeholder ids below zero.
+    ids: dict[str, tuple[int, int]] = field(default_factory=dict)
+    placeholder: int = 0
+    # The relations the records carry, made once the items exist: (file, line, source id, project id,
+    # kind, target's exported id).
+    pending: list[tuple[str, int, int, int, str, str]] = field(default_factory=list)
 
     def run(self, batches: Iterable[list[tuple[Record, KnowledgeItem]]]) -> None:
         # The model embeds one batch in a worker thread (torch releases the GIL) while this thread
@@ -1026,6 +1079,8 @@ class _ImportPlan:
                 fresh = self._classify(batch)
                 if self.dry_run:
                     for record, item in fresh:
+                        self.placeholder -= 1
+                        self._known(record, self.placeholder, item.project_id)
                         self.report.add("created", record, item)
                     self._step(len(batch))
                     continue
@@ -1075,12 +1130,14 @@ class _ImportPlan:
                 # A source that still holds an item the trash holds brings it back: what an import
                 # leaves in memory is what its source says, whether or not the trash was purged since.
                 trashed = self._untrash(source.item.pk, source.item.deleted_at)
+                self._known(record, source.item.pk, item.project_id)
                 if source.digest != source_digest(item):
                     self._update(source, record, item)
                 else:
                     self.report.add("updated" if trashed else "skipped", record, source.item)
             elif holder := holders.get((item.project_id, item.content_hash)):
                 item.pk = holder[0]
+                self._known(record, item.pk, item.project_id)
                 self.report.add("updated" if self._untrash(*holder) else "skipped", record, item)
                 if self.format and record.key:
                     adopted.append(self._source(record, item))
@@ -1142,8 +1199,110 @@ class _ImportPlan:
             else:
                 pairs_find(items=items)
         for record, item in fresh:
+            self._known(record, item.pk, item.project_id)
             self.report.add("created", record, item)
         self._step(len(batch))
+
+    def _known(self, record: Record, pk: int, project_id: int) -> None:
+        """``record``'s item is ``pk``: its exported id now finds it, and its relations wait to be made."""
+        value = record.value
+        if not isinstance(value, dict):
+            return
+        if isinstance(exported := value.get("id"), int | str):
+            self.ids.setdefault(str(exported), (pk, project_id))
+        for kind, target in clean_relations(value.get("relations")):
+            self.pending.append((record.file, record.line, pk, project_id, kind, target))
+
+    def relate(self, *, created_by) -> None:
+        """Make the relations the records carried, each to the item of its target's exported id in the
+        file (else, for a format that keys items by it, to the one an earlier import made in the
+        project). One that exists already is skipped; one whose other end cannot be found, or that
+        ``relate`` would refuse, is reported on its line. In one transaction that holds the projects'
+        relation lock, as ``relate`` does."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        projects = {project_id for _f, _l, _s, project_id, _k, _t in pending}
+        outside = self._imported_before({(p, t) for _f, _l, _s, p, _k, t in pending if t not in self.ids})
+        with transaction.atomic():
+            if not self.dry_run:
+                list(Project.objects.select_for_update().filter(pk__in=projects).order_by("pk"))
+            edges: dict[int, list[int]] = {}
+            if any(kind == RelationKind.SUPERSEDES for _f, _l, _s, _p, kind, _t in pending):
+                edges = _supersedes_edges(project_ids=projects)
+            made: set[tuple[int, int, str]] = set()
+            for start in range(0, len(pending), RELATE_CHUNK):
+                new = self._relate_chunk(pending[start : start + RELATE_CHUNK], outside, edges, made)
+                if new and not self.dry_run:
+                    for relation in new:
+                        relation.created_by = created_by
+                    # A relation made meanwhile by someone else is a skip, not an IntegrityError.
+                    Relation.objects.bulk_create(new, ignore_conflicts=True)
+
+    def _imported_before(self, wanted: set[tuple[int, str]]) -> dict[tuple[int, str], tuple[int, int]]:
+        """The items an earlier import of an export made for the exported ids ``wanted`` (by project),
+        AMBIGUOUS where several were."""
+        if self.format not in EXPORTED_ID_FORMATS or not wanted:
+            return {}
+        found: dict[tuple[int, str], tuple[int, int]] = {}
+        wanted_list = sorted(wanted)
+        for start in range(0, len(wanted_list), RELATE_CHUNK):
+            chunk = wanted_list[start : start + RELATE_CHUNK]
+            rows = ItemSource.objects.filter(
+                project_id__in={p for p, _t in chunk},
+                format__in=EXPORTED_ID_FORMATS,
+                key__in={f"id:{t}" for _p, t in chunk},
+            ).values_list("project_id", "key", "item_id")
+            for project_id, key, item_id in rows:
+                at = (project_id, key.removeprefix("id:"))
+                if at in wanted:
+                    held = found.get(at)
+                    found[at] = (item_id, project_id) if held in (None, (item_id, project_id)) else AMBIGUOUS
+        return found
+
+    def _relate_chunk(self, chunk, outside, edges: dict[int, list[int]], made: set) -> list[Relation]:
+        """The relations of ``chunk`` to make; the others counted skipped or reported failed."""
+        counts = self.report.relations
+        resolved = []
+        for file, line, source, project_id, kind, target in chunk:
+            end = self.ids.get(target) or outside.get((project_id, target))
+            if end is None or end == AMBIGUOUS:
+                message = RELATION_AMBIGUOUS if end else RELATION_NOT_FOUND
+                self.report.relation_failed(file, line, message.format(target=shown(target), kind=kind))
+            else:
+                resolved.append((file, line, source, project_id, kind, end))
+        ends = {pk for _f, _l, source, _p, _k, (other, _o) in resolved for pk in (source, other) if pk > 0}
+        held = set(
+            Relation.objects.filter(source_id__in=ends, target_id__in=ends).values_list(
+                "source_id", "target_id", "kind"
+            )
+        )
+        new = []
+        for file, line, source, project_id, kind, (other, other_project) in resolved:
+            error = None
+            if other_project != project_id:
+                error = RELATION_OTHER_PROJECT.format(source=source, target=other)
+            elif other == source:
+                error = RELATION_TO_ITSELF
+            if error is not None:
+                self.report.relation_failed(file, line, str(error))
+                continue
+            same = [(source, other, kind)]
+            if kind in SYMMETRIC_KINDS:
+                same.append((other, source, kind))
+            if any(one in held or one in made for one in same):
+                counts["skipped"] += 1
+                continue
+            if kind == RelationKind.SUPERSEDES:
+                if (path := _path(edges, start=other, goal=source)) is not None:
+                    cycle = " → ".join(f"#{pk}" for pk in [source, *path])
+                    self.report.relation_failed(file, line, RELATION_CYCLE.format(cycle=cycle))
+                    continue
+                edges.setdefault(source, []).append(other)
+            made.add((source, other, kind))
+            counts["created"] += 1
+            new.append(Relation(project_id=project_id, source_id=source, target_id=other, kind=kind))
+        return new
 
 
 def source_digest(item: KnowledgeItem) -> str:
@@ -1169,6 +1328,27 @@ def _prune(*, format: str, projects: set[int], keep: set[tuple[int, str]], plan:
         plan.report.add("deleted", Record(0, None, source.key), source.item)
         if not plan.dry_run:
             item_delete(item=source.item)
+
+
+def clean_relations(value) -> list[tuple[str, str]]:
+    """An imported line's ``relations``: (kind, the target's exported id as text) each; a
+    ValidationError on ``relations`` for anything else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError({"relations": RELATIONS_INVALID})
+    relations = []
+    for entry in value:
+        if not isinstance(entry, dict) or set(entry) != {"kind", "target"}:
+            raise ValidationError({"relations": RELATIONS_INVALID})
+        kind, target = entry["kind"], entry["target"]
+        if not isinstance(target, int | str):
+            raise ValidationError({"relations": RELATIONS_INVALID})
+        if not isinstance(kind, str) or kind not in RelationKind.values:
+            kinds = ", ".join(RelationKind.values)
+            raise ValidationError({"relations": RELATION_KIND_UNKNOWN.format(kind=shown(kind), kinds=kinds)})
+        relations.append((kind, str(target)))
+    return relations
 
 
 def _import_record(value, default_project, projects_by_slug, created_by, now: datetime) -> KnowledgeItem:
@@ -1209,6 +1389,10 @@ def _import_record(value, default_project, projects_by_slug, created_by, now: da
     valid_until = None
     try:
         valid_until = clean_valid_until(value.get("valid_until"))
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
+    try:
+        clean_relations(value.get("relations"))
     except ValidationError as exc:
         errors.update({k: v[0] for k, v in exc.message_dict.items()})
     if errors:

@@ -501,6 +501,14 @@ class ImportErrorSerializer(serializers.Serializer):
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
 
 
+class ImportRelationsSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text="Relations made (or, in a dry run, that would be).")
+    skipped = serializers.IntegerField(help_text="Relations the project held already.")
+    failed = serializers.IntegerField(
+        help_text="Relations not made: each is in errors, on its line, under 'relations'."
+    )
+
+
 class ImportOutputSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField(help_text="Items the project held in the trash, brought back.")
@@ -509,6 +517,7 @@ class ImportOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
     errors = ImportErrorSerializer(many=True)
     skipped_lines = serializers.ListField(child=serializers.IntegerField())
+    relations = ImportRelationsSerializer(help_text="The relations the lines carried.")
 
 
 class TrashedItemOutputSerializer(ItemOutputSerializer):
@@ -596,6 +605,7 @@ class ImportSummarySerializer(serializers.Serializer):
     failed = serializers.IntegerField()
     deleted = serializers.IntegerField(help_text="Items whose source is gone (with prune only).")
     pending = serializers.IntegerField(help_text="Created items that wait for an embedding.")
+    relations = ImportRelationsSerializer(help_text="The relations the records carried (JSON, JSON Lines).")
     rows = serializers.DictField(
         child=serializers.ListField(child=serializers.DictField()),
         help_text="The first 50 rows of each kind: file, line, title and item id; failures with their errors.",

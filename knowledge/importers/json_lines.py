@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.core.exceptions import ValidationError
 
@@ -92,8 +92,11 @@ def parse(file: str, data: bytes) -> Iterator[Record]:
         yield Record(number, value, file, key)
 
 
-def export_record(item) -> dict:
-    """One exported line; the import reads it back into the same item."""
+def export_record(item, relations: Iterable[dict] = ()) -> dict:
+    """One exported line; the import reads it back into the same item. ``relations``: those the item is
+    the source of, each its ``kind`` and its ``target``'s exported ``id``, which the import finds in the
+    same file (or among the items an earlier import of such a file made)."""
+    relations = list(relations)
     return {
         "id": item.pk,
         "project": item.project.slug,
@@ -104,8 +107,9 @@ def export_record(item) -> dict:
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
         **({"valid_until": item.valid_until.isoformat()} if item.valid_until else {}),
+        **({"relations": relations} if relations else {}),
     }
 
 
-def render_line(item) -> str:
-    return json.dumps(export_record(item), ensure_ascii=False) + "\n"
+def render_line(item, relations: Iterable[dict] = ()) -> str:
+    return json.dumps(export_record(item, relations), ensure_ascii=False) + "\n"
