@@ -836,6 +836,8 @@ def memory_import(caller: Caller, *, format: str, content: str, name: str | None
     )
     data = {"project": project.slug, "format": format, "dry_run": dry_run, **report.summary()}
     counts = ", ".join(f"{data[kind]} {kind}" for kind in ("created", "updated", "skipped", "failed"))
+    if any(data["relations"].values()):
+        counts += "; relations: " + ", ".join(f"{n} {kind}" for kind, n in data["relations"].items())
     lines = [f"{'Would import' if dry_run else 'Imported'} {name} ({format}) into {project.slug}: {counts}."]
     lines += [
         f"  {row.get('file', name)} line {row['line']}: "

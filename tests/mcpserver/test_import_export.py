@@ -41,6 +41,27 @@ def test_a_pasted_claude_md_is_previewed_imported_and_reimported_without_duplica
     assert (again.data["created"], again.data["skipped"]) == (0, 3)
 
 
+def test_an_imported_export_says_how_many_relations_it_made_and_which_it_could_not(cast):
+    owner = caller(cast.owner, project=cast.project)
+    lines = [
+        {"id": 1, "title": "Deploys run on Buildkite", "content": "Since March.", "relations": []},
+        {
+            "id": 2,
+            "title": "Deploys ran on Jenkins",
+            "content": "Until March.",
+            "relations": [{"kind": "supersedes", "target": 9}],
+        },
+    ]
+    lines[0]["relations"] = [{"kind": "supersedes", "target": 2}]
+    content = "".join(json.dumps(line) + "\n" for line in lines)
+    done = operations.memory_import(owner, format="jsonl", content=content, name=None, dry_run=False)
+    first, failed = done.text.splitlines()
+    assert first.endswith(
+        "2 created, 0 updated, 0 skipped, 0 failed; relations: 1 created, 0 skipped, 1 failed."
+    )
+    assert failed.endswith("line 2: relations: " + done.data["rows"]["failed"][0]["errors"]["relations"][0])
+
+
 def test_a_bad_csv_names_its_row_in_the_text(cast):
     owner = caller(cast.owner, project=cast.project)
     outcome = operations.memory_import(
