@@ -189,6 +189,8 @@ def silent():
 def test_a_wrong_url_a_timeout_and_a_server_error_exit_with_their_codes(db, stub, silent):
     nothing = contextforge("recent", url=f"http://127.0.0.1:{free_port()}", key="k")
     assert nothing.returncode == cli.UNREACHABLE and "connection refused" in nothing.stderr
+    nowhere = contextforge("recent", url="http://contextforge.invalid:8000", key="k")  # never resolves
+    assert nowhere.returncode == cli.UNREACHABLE and "Unknown host in CONTEXTFORGE_URL" in nowhere.stderr
     not_api = contextforge("recent", url=stub(200, "text/html", b"<html></html>"), key="k")
     assert not_api.returncode == cli.UNREACHABLE and "not as ContextForge's API does" in not_api.stderr
     other_json = stub(200, "application/json", b'{"ok": true}')  # another JSON API at that address
