@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,6 +217,56 @@ def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def served_web(django_db_setup, tmp_path_factory):
+    """The web server of ``manage.py serve`` (dashboard, REST API and /mcp on one port) in its own
+    process on the test database, one for the session (started by the first test that needs it, stopped
+    at the end); yields its base URL, its process and its log. Its output goes to a file (a pipe nobody
+    reads would fill up and stall it), shown if it fails. Tests take it through ``http_server``."""
+    import httpx2
+
+    from contextforge.management.commands.serve import web_command
+    from tests.mcpserver.conftest import child_env
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("served_web") / "web.log"
+    with log.open("w") as output:
+        proc = subprocess.Popen(
+            web_command(bind=f"127.0.0.1:{port}", workers=1),
+            cwd=Path(__file__).resolve().parent.parent,
+            env=os.environ | child_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the web server exited:\n{log.read_text(errors='replace')}")
+        try:
+            if httpx2.get(f"{base}/healthz", timeout=2).status_code < 500:
+                break
+        except httpx2.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the web server did not come up in 90 s")
+        time.sleep(0.3)
+    yield base, proc, log
+    stop_process(proc)
+
+
+@pytest.fixture
+def http_server(served_web) -> str:
+    """The session's web server (``served_web``): its base URL, or the test fails with its log if it has
+    exited. It sees committed rows only: tests using it are transactional. (It outlives a test that stops
+    PostgreSQL, tests/test_database_down*.py: its next request connects again.)"""
+    base, proc, log = served_web
+    if proc.poll() is not None:
+        pytest.fail(f"the web server exited:\n{log.read_text(errors='replace')}")
+    return base
 
 
 @pytest.fixture(params=["exact", "matrix"])
