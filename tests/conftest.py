@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,27 @@ def django_db_setup(django_db_setup, django_db_blocker):
         )
         cursor.execute("SET synchronous_commit TO off")  # this connection too, opened before
     yield
+
+
+@pytest.fixture(scope="class")
+def rolled_back_for_the_class(django_db_setup, django_db_blocker):
+    """A transaction on the default database, open from a class's first test to its last and then rolled
+    back: rows a class-scoped fixture writes in it (under ``django_db_blocker.unblock()``) are written
+    once for the class's tests and never committed. Each test's own transaction (pytest-django's, of a
+    non-transactional test) is a savepoint of it, rolled back at the test's end: no test sees another's
+    writes. Only for non-transactional tests: a transactional one (or another process) would not see the
+    rows, and its flush would empty them."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        held = transaction.atomic()
+        held.__enter__()
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            held.__exit__(None, None, None)
 
 
 # Reference rows that Django's post_migrate signal writes, the same after every flush: the flush that ends
@@ -86,20 +109,29 @@ def _vectors_by_text() -> dict:
     return {}
 
 
-@pytest.fixture
-def remembered_embeddings(_vectors_by_text, monkeypatch):
-    """A context in which a text the model has embedded once this session is not embedded again: for
-    fixtures that write the same hundreds of items for every test. The vectors are the session's model's
-    own (remembered by text alone: a test that changes the model or its settings must not use this)."""
+def remembering(vectors_by_text: dict):
+    """``embeddings.embed_texts`` that embeds a text only the first time it sees it (in
+    ``vectors_by_text``, the session's: ``_vectors_by_text``), for ``embeddings.embed_texts`` to be
+    patched with."""
     embed_texts = embeddings.embed_texts
 
     def remembered(texts: list[str], **kwargs):
         if not texts:
             return embed_texts(texts, **kwargs)
-        missing = list(dict.fromkeys(t for t in texts if t not in _vectors_by_text))
+        missing = list(dict.fromkeys(t for t in texts if t not in vectors_by_text))
         if missing:
-            _vectors_by_text.update(zip(missing, embed_texts(missing, **kwargs), strict=True))
-        return np.stack([_vectors_by_text[t] for t in texts])
+            vectors_by_text.update(zip(missing, embed_texts(missing, **kwargs), strict=True))
+        return np.stack([vectors_by_text[t] for t in texts])
+
+    return remembered
+
+
+@pytest.fixture
+def remembered_embeddings(_vectors_by_text, monkeypatch):
+    """A context in which a text the model has embedded once this session is not embedded again: for
+    fixtures that write the same hundreds of items for every test. The vectors are the session's model's
+    own (remembered by text alone: a test that changes the model or its settings must not use this)."""
+    remembered = remembering(_vectors_by_text)
 
     @contextmanager
     def context():
@@ -146,8 +178,7 @@ def make_user(username: str, password: str = "correct horse battery"):
     return get_user_model().objects.create_user(username=username, password=password)
 
 
-@pytest.fixture
-def cast(db) -> Cast:
+def make_cast() -> Cast:
     owner, member, viewer, outsider = (make_user(n) for n in ("owner", "member", "viewer", "outsider"))
     project = account_services.project_create(name="Acme", slug="acme", owner=owner)
     account_services.membership_set(user=member, project=project, role=Role.MEMBER)
@@ -156,6 +187,11 @@ def cast(db) -> Cast:
     return Cast(
         project=project, owner=owner, member=member, viewer=viewer, outsider=outsider, other_project=other
     )
+
+
+@pytest.fixture
+def cast(db) -> Cast:
+    return make_cast()
 
 
 def api_client_for(user, *, scopes=("read", "write", "admin"), project: Project | None = None) -> APIClient:
@@ -181,6 +217,56 @@ def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def served_web(django_db_setup, tmp_path_factory):
+    """The web server of ``manage.py serve`` (dashboard, REST API and /mcp on one port) in its own
+    process on the test database, one for the session (started by the first test that needs it, stopped
+    at the end); yields its base URL, its process and its log. Its output goes to a file (a pipe nobody
+    reads would fill up and stall it), shown if it fails. Tests take it through ``http_server``."""
+    import httpx2
+
+    from contextforge.management.commands.serve import web_command
+    from tests.mcpserver.conftest import child_env
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("served_web") / "web.log"
+    with log.open("w") as output:
+        proc = subprocess.Popen(
+            web_command(bind=f"127.0.0.1:{port}", workers=1),
+            cwd=Path(__file__).resolve().parent.parent,
+            env=os.environ | child_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the web server exited:\n{log.read_text(errors='replace')}")
+        try:
+            if httpx2.get(f"{base}/healthz", timeout=2).status_code < 500:
+                break
+        except httpx2.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the web server did not come up in 90 s")
+        time.sleep(0.3)
+    yield base, proc, log
+    stop_process(proc)
+
+
+@pytest.fixture
+def http_server(served_web) -> str:
+    """The session's web server (``served_web``): its base URL, or the test fails with its log if it has
+    exited. It sees committed rows only: tests using it are transactional. (It outlives a test that stops
+    PostgreSQL, tests/test_database_down*.py: its next request connects again.)"""
+    base, proc, log = served_web
+    if proc.poll() is not None:
+        pytest.fail(f"the web server exited:\n{log.read_text(errors='replace')}")
+    return base
 
 
 @pytest.fixture(params=["exact", "matrix"])

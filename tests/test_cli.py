@@ -23,7 +23,6 @@ from tasks import services as task_services
 from tests.conftest import free_port
 from tests.gitsync.gitrepo import GitRepo
 from tests.knowledge.factories import make_item
-from tests.mcpserver.conftest import http_server  # noqa: F401 - the live server, as a fixture
 
 BASE_DIR = Path(settings.BASE_DIR)
 # The server is another process: it sees committed rows only.
@@ -61,7 +60,7 @@ def test_the_console_script_is_declared_and_installed_from_its_own_module():
     assert callable(cli.run)
 
 
-def test_add_search_get_and_export_round_trip_in_text_and_json(cast, keys, http_server, tmp_path):  # noqa: F811
+def test_add_search_get_and_export_round_trip_in_text_and_json(cast, keys, http_server, tmp_path):
     url = http_server
     added = contextforge(
         "add", "--space", "architecture/auth", "--tags", "auth,jwt",
@@ -103,7 +102,7 @@ def test_add_search_get_and_export_round_trip_in_text_and_json(cast, keys, http_
     )
 
 
-def test_recent_and_tasks_next_answer_and_say_when_nothing_is_open(cast, keys, http_server):  # noqa: F811
+def test_recent_and_tasks_next_answer_and_say_when_nothing_is_open(cast, keys, http_server):
     url = http_server
     none = contextforge("tasks", "next", url=url, key=keys["read"])
     assert (none.returncode, none.stderr) == (cli.NOTHING, "contextforge: No open task.\n")
@@ -121,7 +120,7 @@ def test_recent_and_tasks_next_answer_and_say_when_nothing_is_open(cast, keys, h
     assert data["items_total"] == 1 and data["tasks_total"] == 1
 
 
-def test_refused_input_and_a_refused_key_exit_with_their_codes(cast, keys, http_server):  # noqa: F811
+def test_refused_input_and_a_refused_key_exit_with_their_codes(cast, keys, http_server):
     url = http_server
     bad = contextforge("search", "tokens", "--space", "../etc", url=url, key=keys["read"])
     assert bad.returncode == cli.REFUSED_INPUT and bad.stderr.startswith(
@@ -239,7 +238,7 @@ def test_git_diff_takes_the_paths_the_branch_and_the_working_tree_changed(tmp_pa
     assert done.stdout.strip() == "['docs/new.md', 'src/a.py', 'src/b.py']", done.stderr
 
 
-def test_context_of_the_branch_s_changes_prints_the_items_naming_them(cast, keys, http_server, tmp_path):  # noqa: F811
+def test_context_of_the_branch_s_changes_prints_the_items_naming_them(cast, keys, http_server, tmp_path):
     named = make_item(cast.project, "Token refresh", "The refresh handler lives in src/lib/auth.ts.")
     make_item(cast.project, "Billing", "Invoices come from billing/api.go.")
     repo = GitRepo(tmp_path / "app")

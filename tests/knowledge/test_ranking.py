@@ -13,6 +13,7 @@ from django.utils import timezone
 from knowledge import embeddings, services
 from knowledge.models import KnowledgeItem, Passage
 from knowledge.ranking import SearchFilters, forget_caches, search
+from tests.conftest import make_cast, remembering
 from tests.knowledge.factories import give_passages, make_item
 
 pytestmark = pytest.mark.django_db
@@ -92,123 +93,164 @@ def several_passages(project, every: int = 3) -> None:
     )
 
 
-@pytest.fixture
-def memory_of_many_ages(cast, remembered_embeddings):
-    rng = random.Random(7)
-    now = timezone.now()
-    records = []
-    for i in range(240):
-        subject = rng.choice(SUBJECTS)
-        text = rng.choice(FORMS).format(s=subject, p=rng.choice(PATHS))
-        age = rng.choice([0, 1, 5, 20, 45, 60, 90, 180, 365, 700]) + rng.random()
-        stamp = (now - timedelta(days=age)).isoformat()
-        tags = ["test"] if i % 17 == 0 else [rng.choice(["backend", "ops", "product"])]
-        records.append(
-            (
-                i + 1,
-                {
-                    "title": f"{subject.capitalize()} #{i}",
-                    "content": text,
-                    "tags": tags,
-                    "created_at": stamp,
-                    "updated_at": stamp,
-                },
+class TestAMemoryOfManyAges:
+    """240 items of many ages, subjects and forms, written once for the class: in a transaction held open
+    from the class's first test to its last and then rolled back (rolled_back_for_the_class). Each test
+    runs in a savepoint of it, as pytest-django's transaction: what a test writes (its API key, settings)
+    is gone before the next one, which sees the memory as it was written. No transactional test belongs
+    here: it would not see the uncommitted items."""
+
+    @pytest.fixture(scope="class")
+    def memory_of_many_ages(self, rolled_back_for_the_class, django_db_blocker, _vectors_by_text):
+        rng = random.Random(7)
+        now = timezone.now()
+        records = []
+        for i in range(240):
+            subject = rng.choice(SUBJECTS)
+            text = rng.choice(FORMS).format(s=subject, p=rng.choice(PATHS))
+            age = rng.choice([0, 1, 5, 20, 45, 60, 90, 180, 365, 700]) + rng.random()
+            stamp = (now - timedelta(days=age)).isoformat()
+            tags = ["test"] if i % 17 == 0 else [rng.choice(["backend", "ops", "product"])]
+            records.append(
+                (
+                    i + 1,
+                    {
+                        "title": f"{subject.capitalize()} #{i}",
+                        "content": text,
+                        "tags": tags,
+                        "created_at": stamp,
+                        "updated_at": stamp,
+                    },
+                )
             )
-        )
-    with remembered_embeddings():
-        report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
-    assert report.created == 240 and report.failed == 0
-    several_passages(cast.project)
-    return cast
+        with django_db_blocker.unblock(), pytest.MonkeyPatch.context() as patch:
+            cast = make_cast()
+            patch.setattr(embeddings, "embed_texts", remembering(_vectors_by_text))
+            # No test here reads review pairs, nor does the ranking: the import skips looking for them
+            # (most of its time), the items and passages it writes are the same.
+            patch.setattr(services, "pairs_find", lambda *, items: 0)
+            report = services.items_import(records=records, default_project=cast.project, projects_by_slug={})
+            assert report.created == 240 and report.failed == 0
+            several_passages(cast.project)
+        return cast
 
+    @pytest.fixture
+    def cast(self, memory_of_many_ages, db):
+        """The class's cast, whose project holds the memory (owner_api's key is the test's own)."""
+        return memory_of_many_ages
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "how do we deploy to production",
-        "redis caching decision",
-        "TODO billing",
-        "who owns authentication tokens?",
-    ],
-)
-def test_api_top_k_equals_a_brute_force_ranking_of_every_item(memory_of_many_ages, owner_api, query, stream):
-    now = timezone.now()
-    for limit in (1, 10, 25):
-        response = owner_api.post("/api/v1/search/", {"query": query, "limit": limit}, format="json")
-        assert response.status_code == 200, response.content
-        got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
-        expected = brute_force(memory_of_many_ages.project, query, limit, now)
-        assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
-        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
-    best = best_passages(memory_of_many_ages.project, query)
-    found = search(projects=[memory_of_many_ages.project], query=query, limit=25)
-    assert found.strategy == stream
-    assert [(h.passage.start, h.passage.end) for h in found.hits] == [best[h.item.pk][1:] for h in found.hits]
-    assert {h.passage.start for h in found.hits} != {0}  # some best passages are not the first
-    assert [h.signals.cosine for h in found.hits] == pytest.approx(
-        [best[h.item.pk][0] for h in found.hits], abs=1e-5
+    @pytest.fixture(autouse=True)
+    def _cold_caches(self, memory_of_many_ages, db):
+        """Every test starts without the copies and counts another one left for the class's project, as
+        it did when each test had a project of its own."""
+        forget_caches()
+        yield
+        forget_caches()
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "how do we deploy to production",
+            "redis caching decision",
+            "TODO billing",
+            "who owns authentication tokens?",
+        ],
     )
-    hit = found.hits[0]
-    assert hit.passage.text == hit.item.content[hit.passage.start : hit.passage.end]
+    def test_api_top_k_equals_a_brute_force_ranking_of_every_item(
+        self, memory_of_many_ages, owner_api, query, stream
+    ):
+        now = timezone.now()
+        for limit in (1, 10, 25):
+            response = owner_api.post("/api/v1/search/", {"query": query, "limit": limit}, format="json")
+            assert response.status_code == 200, response.content
+            got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
+            expected = brute_force(memory_of_many_ages.project, query, limit, now)
+            assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
+            assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+        best = best_passages(memory_of_many_ages.project, query)
+        found = search(projects=[memory_of_many_ages.project], query=query, limit=25)
+        assert found.strategy == stream
+        assert [(h.passage.start, h.passage.end) for h in found.hits] == [
+            best[h.item.pk][1:] for h in found.hits
+        ]
+        assert {h.passage.start for h in found.hits} != {0}  # some best passages are not the first
+        assert [h.signals.cosine for h in found.hits] == pytest.approx(
+            [best[h.item.pk][0] for h in found.hits], abs=1e-5
+        )
+        hit = found.hits[0]
+        assert hit.passage.text == hit.item.content[hit.passage.start : hit.passage.end]
 
+    @pytest.mark.parametrize(
+        ("query", "text"),
+        [
+            ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
+            ("redis caching decision", "redis or billing -TODO"),
+            ("who owns authentication tokens?", '"root cause"'),
+            ("TODO billing", "TODO or WISH"),
+        ],
+    )
+    def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_matching_items(
+        self, memory_of_many_ages, owner_api, query, text, stream
+    ):
+        now = timezone.now()
+        project = memory_of_many_ages.project
+        matching = project.items.matching([text]).exclude(tags__contains=["test"]).count()
+        assert 25 < matching < project.items.count() - 25  # the filter narrows, and leaves more than k
+        for limit in (1, 10, 25):
+            body = {"query": query, "limit": limit, "filters": {"text": text}}
+            response = owner_api.post("/api/v1/search/", body, format="json")
+            assert response.status_code == 200, response.content
+            got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
+            expected = brute_force(project, query, limit, now, text=text)
+            assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
+            assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+        assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
-@pytest.mark.parametrize(
-    ("query", "text"),
-    [
-        ("how do we deploy to production", "src/lib/auth.ts or billing/api.go"),
-        ("redis caching decision", "redis or billing -TODO"),
-        ("who owns authentication tokens?", '"root cause"'),
-        ("TODO billing", "TODO or WISH"),
-    ],
-)
-def test_api_top_k_with_a_keyword_filter_equals_a_brute_force_ranking_of_the_matching_items(
-    memory_of_many_ages, owner_api, query, text, stream
-):
-    now = timezone.now()
-    project = memory_of_many_ages.project
-    matching = project.items.matching([text]).exclude(tags__contains=["test"]).count()
-    assert 25 < matching < project.items.count() - 25  # the filter narrows, and leaves more than k
-    for limit in (1, 10, 25):
-        body = {"query": query, "limit": limit, "filters": {"text": text}}
-        response = owner_api.post("/api/v1/search/", body, format="json")
-        assert response.status_code == 200, response.content
-        got = [(hit["item"]["id"], hit["score"]) for hit in response.json()["results"]]
-        expected = brute_force(project, query, limit, now, text=text)
-        assert [pk for pk, _ in got] == [pk for pk, _ in expected], limit
-        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
-    assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
+    @pytest.mark.parametrize(
+        ("tags", "text"), [(("ops",), ""), (("ops", "product"), "deploy"), (("test",), "")]
+    )
+    def test_a_tag_filtered_search_equals_a_brute_force_ranking_of_the_tagged_items(
+        self, memory_of_many_ages, tags, text, stream
+    ):
+        project, now = memory_of_many_ages.project, timezone.now()
+        query = "how do we deploy to production"
+        filters = SearchFilters(tags=tags, texts=(text,) if text else ())
+        for limit in (1, 10, 25):
+            found = search(projects=[project], query=query, limit=limit, now=now, filters=filters)
+            assert found.strategy == ("exact" if "test" in tags else stream)
+            expected = brute_force(project, query, limit, now, tags=tags, text=text)
+            assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected], limit
+            assert [h.score for h in found.hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
 
+    def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(self, memory_of_many_ages, settings):
+        project = memory_of_many_ages.project
+        exact = search(projects=[project], query="feature flags rollout", limit=10)
+        settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
+        forget_caches()
+        in_memory = search(projects=[project], query="feature flags rollout", limit=10)
+        tagged = search(
+            projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("ops",))
+        )
+        tests = search(
+            projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("test",))
+        )
+        forget_caches()
+        # Test fixtures are in no copy: PostgreSQL ranks a search that asks for them.
+        assert [r.strategy for r in (exact, in_memory, tagged, tests)] == [
+            "exact",
+            "matrix",
+            "matrix",
+            "exact",
+        ]
+        assert [h.passage for h in in_memory.hits] == [h.passage for h in exact.hits]
+        assert [h.item.pk for h in in_memory.hits] == [h.item.pk for h in exact.hits]
+        assert [h.score for h in in_memory.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-5)
 
-@pytest.mark.parametrize(("tags", "text"), [(("ops",), ""), (("ops", "product"), "deploy"), (("test",), "")])
-def test_a_tag_filtered_search_equals_a_brute_force_ranking_of_the_tagged_items(
-    memory_of_many_ages, tags, text, stream
-):
-    project, now = memory_of_many_ages.project, timezone.now()
-    query = "how do we deploy to production"
-    filters = SearchFilters(tags=tags, texts=(text,) if text else ())
-    for limit in (1, 10, 25):
-        found = search(projects=[project], query=query, limit=limit, now=now, filters=filters)
-        assert found.strategy == ("exact" if "test" in tags else stream)
-        expected = brute_force(project, query, limit, now, tags=tags, text=text)
-        assert [h.item.pk for h in found.hits] == [pk for pk, _ in expected], limit
-        assert [h.score for h in found.hits] == pytest.approx([s for _, s in expected], abs=1e-5)
-    assert [pk for pk, _ in expected] != [pk for pk, _ in brute_force(project, query, limit, now)]
-
-
-def test_each_stream_is_the_one_chosen_and_both_give_the_same_hits(memory_of_many_ages, settings):
-    project = memory_of_many_ages.project
-    exact = search(projects=[project], query="feature flags rollout", limit=10)
-    settings.CONTEXTFORGE_EXACT_SCAN_MAX = 0
-    forget_caches()
-    in_memory = search(projects=[project], query="feature flags rollout", limit=10)
-    tagged = search(projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("ops",)))
-    tests = search(projects=[project], query="feature flags rollout", filters=SearchFilters(tags=("test",)))
-    forget_caches()
-    # Test fixtures are in no copy: PostgreSQL ranks a search that asks for them.
-    assert [r.strategy for r in (exact, in_memory, tagged, tests)] == ["exact", "matrix", "matrix", "exact"]
-    assert [h.passage for h in in_memory.hits] == [h.passage for h in exact.hits]
-    assert [h.item.pk for h in in_memory.hits] == [h.item.pk for h in exact.hits]
-    assert [h.score for h in in_memory.hits] == pytest.approx([h.score for h in exact.hits], abs=1e-5)
+    def test_the_stream_stops_before_reading_every_candidate(self, memory_of_many_ages):
+        result = search(projects=[memory_of_many_ages.project], query="deploying to production", limit=3)
+        assert len(result.hits) == 3
+        assert result.scanned < KnowledgeItem.objects.filter(project=memory_of_many_ages.project).count()
 
 
 def test_the_matrix_stream_sees_every_write_at_once(cast, stream):
@@ -239,12 +281,6 @@ def test_the_matrix_stream_sees_every_write_at_once(cast, stream):
     assert [h.item.pk for h in search(projects=[cast.project], query=query, limit=1).hits] == [keys.pk]
     services.item_delete(item=keys)
     assert [h.item.title for h in search(projects=[cast.project], query=query, limit=5).hits] == ["Lunch"]
-
-
-def test_the_stream_stops_before_reading_every_candidate(memory_of_many_ages):
-    result = search(projects=[memory_of_many_ages.project], query="deploying to production", limit=3)
-    assert len(result.hits) == 3
-    assert result.scanned < KnowledgeItem.objects.filter(project=memory_of_many_ages.project).count()
 
 
 def test_a_fresher_item_with_a_lower_cosine_outranks_an_older_one_outside_the_cosine_top_k(cast):

@@ -7,17 +7,13 @@ The server runs in its own process, so it sees only committed rows: these tests 
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx2
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -30,7 +26,6 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from accounts import services as account_services
 from gitsync.models import Commit, CommitFile, Repository
 from mcpserver.listing import GATEWAY, LISTED
-from tests.conftest import free_port, stop_process
 from tests.knowledge.factories import make_item
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -133,39 +128,6 @@ async def http_client(url: str, secret: str):
         Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
     ):
         yield client
-
-
-@pytest.fixture(scope="module")
-def http_server(django_db_setup):
-    """The web server of ``manage.py serve`` (dashboard, REST API and /mcp on one port) in its own
-    process; yields its base URL, stopped at the end."""
-    from contextforge.management.commands.serve import web_command
-
-    port = free_port()
-    proc = subprocess.Popen(
-        web_command(bind=f"127.0.0.1:{port}", workers=1),
-        cwd=BASE_DIR,
-        env=os.environ | child_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"the web server exited:\n{proc.stdout.read()}")
-        try:
-            if httpx2.get(f"{base}/healthz", timeout=2).status_code < 500:
-                break
-        except httpx2.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the web server did not come up in 90 s")
-        time.sleep(0.3)
-    yield base
-    stop_process(proc)
 
 
 @pytest.fixture
