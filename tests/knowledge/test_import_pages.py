@@ -10,7 +10,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from contextforge.celery import app as celery_app
 from knowledge import services
 from knowledge.models import ImportJob, KnowledgeItem
 from knowledge.tasks import purge_import_drafts
@@ -20,14 +19,9 @@ from tests.knowledge.test_importers import CLAUDE_MD
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def eager(django_capture_on_commit_callbacks):
-    celery_app.conf.task_always_eager = True
-    yield django_capture_on_commit_callbacks
-    celery_app.conf.task_always_eager = False
-
-
-def test_an_upload_shows_the_dry_run_then_confirming_imports_and_links_the_new_items(client, cast, eager):
+def test_an_upload_shows_the_dry_run_then_confirming_imports_and_links_the_new_items(
+    client, cast, eager_jobs
+):
     client.force_login(cast.owner)
     upload = SimpleUploadedFile("CLAUDE.md", CLAUDE_MD.encode())
     page = client.post("/dashboard/import/", {"project": cast.project.pk, "file": upload})
@@ -35,7 +29,7 @@ def test_an_upload_shows_the_dry_run_then_confirming_imports_and_links_the_new_i
     assert page.context["preview"]["created"] == 3 and page.context["job"].format == "agent-memory"
     assert not KnowledgeItem.objects.exists()
     job = page.context["job"]
-    with eager(execute=True):
+    with eager_jobs(execute=True):
         confirmed = client.post(f"/dashboard/import/{job.pk}/confirm/")
     assert confirmed.status_code == 302 and confirmed["Location"] == f"/dashboard/import/{job.pk}/"
     result = client.get(confirmed["Location"])

@@ -11,20 +11,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from accounts.models import Project
 from accounts.services import project_create
-from contextforge.celery import app as celery_app
 from knowledge import services
 from knowledge.models import KnowledgeItem, Relation, RelationEvent
 from tests.conftest import api_client_for
 from tests.knowledge.factories import make_item
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def eager_jobs(django_capture_on_commit_callbacks):
-    celery_app.conf.task_always_eager = True
-    yield django_capture_on_commit_callbacks
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -145,13 +145,6 @@ def test_a_failed_job_leaves_unreached_items_untouched_and_says_how_far_it_got(c
 # ----- round trips --------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def eager_jobs(settings, django_capture_on_commit_callbacks):
-    celery_app.conf.task_always_eager = True
-    yield django_capture_on_commit_callbacks
-    celery_app.conf.task_always_eager = False
-
-
 SAMPLES = [
     {
         "title": 'Cache: "TTL" rules',
