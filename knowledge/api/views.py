@@ -71,6 +71,14 @@ def expected_version(request) -> int | None:
     return int(value)
 
 
+def item_to_change(request, pk: int):
+    """The item ``pk`` among the projects the caller reads (else 404), if the caller may write in its
+    project (else 403)."""
+    item = selectors.item_get(projects=request_projects(request), pk=pk)
+    ensure_may(request, item.project, "write")
+    return item
+
+
 class ItemListCreateApi(GenericAPIView):
     serializer_class = s.ItemOutputSerializer
 
@@ -130,8 +138,7 @@ class ItemDetailApi(APIView):
         responses={200: s.ItemOutputSerializer, 404: ERROR_RESPONSE, 412: STALE_RESPONSE, **COMMON_ERRORS},
     )
     def patch(self, request, pk: int):
-        item = self.get_object(pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         data = validated(s.ItemUpdateInputSerializer, request.data)
         try:
             item = services.item_update(
@@ -149,8 +156,7 @@ class ItemDetailApi(APIView):
         operation_id="items_destroy", responses={204: None, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE}
     )
     def delete(self, request, pk: int):
-        item = self.get_object(pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         services.item_delete(item=item)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -181,8 +187,7 @@ class ItemVersionRestoreApi(APIView):
         "version, and the item is re-embedded (pending if the model is down).",
     )
     def post(self, request, pk: int, version: int):
-        item = selectors.item_get(projects=request_projects(request), pk=pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         target = selectors.item_version_get(item=item, version=version)
         return item_response(services.item_revert(item=item, version=target))
 
@@ -657,8 +662,7 @@ class ItemConfirmApi(APIView):
         "review inbox's stale and expired sections.",
     )
     def post(self, request, pk: int):
-        item = selectors.item_get(projects=request_projects(request), pk=pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         services.item_confirm(item=item, user=request.user)
         return item_response(selectors.item_get(projects=request_projects(request), pk=pk))
 
@@ -675,8 +679,7 @@ class ItemSupersedeApi(APIView):
         "or goes to the trash with trash_old. Answers the new item.",
     )
     def post(self, request, pk: int):
-        item = selectors.item_get(projects=request_projects(request), pk=pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         data = validated(s.ItemSupersedeInputSerializer, request.data)
         new = services.supersede(item=item, actor=request.user, by_agent=by_agent(request), **data)
         return item_response(new, status.HTTP_201_CREATED)
