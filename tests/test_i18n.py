@@ -28,7 +28,7 @@ from tests.knowledge.factories import make_item
 LOCALE_DIR = Path(settings.BASE_DIR) / "locale"
 PO_PATH = LOCALE_DIR / "es" / "LC_MESSAGES" / "django.po"
 MO_PATH = PO_PATH.with_suffix(".mo")
-# What the README's makemessages command leaves out: the virtualenv, data, benchmarks and tests.
+# What docs/development.md's makemessages command leaves out: the virtualenv, data, benchmarks and tests.
 NOT_TRANSLATED = (".venv", "var", "bench", "tests")
 # Namespaces whose pages make up the dashboard; a namespace that does not exist yet is skipped.
 DASHBOARD_NAMESPACES = ("dashboard", "keys", "gitsync", "tasks", "projects")
