@@ -613,10 +613,18 @@ RELATION_CYCLE = _("That would make a cycle of supersedes: {cycle}.")
 SYMMETRIC_KINDS = (RelationKind.CONTRADICTS, RelationKind.RELATES_TO)
 
 
-def _supersedes_path(*, project_id: int, start: int, goal: int) -> list[int] | None:
-    """The ids along a chain of ``supersedes`` from ``start`` to ``goal`` in the project, if one exists
-    (trashed items included: restoring one must not close a cycle)."""
-    return _path(_supersedes_edges(project_ids=[project_id]), start=start, goal=goal)
+def _refusal(*, source: int, target: int, projects: tuple[int, int], kind: str, edges) -> str | None:
+    """Why ``source`` <kind> ``target`` may not be recorded, else None: the item itself, an item of
+    another project (``projects``: the two ends'), or a cycle of supersedes (named). ``edges()`` gives the
+    project's supersedes edges, trashed items included (restoring one must not close a cycle); it is
+    called only for a supersedes. The rules of every relation write: ``relate`` and an import's."""
+    if source == target:
+        return str(RELATION_TO_ITSELF)
+    if projects[0] != projects[1]:
+        return RELATION_OTHER_PROJECT.format(source=source, target=target)
+    if kind == RelationKind.SUPERSEDES and (path := _path(edges(), start=target, goal=source)) is not None:
+        return RELATION_CYCLE.format(cycle=" → ".join(f"#{pk}" for pk in [source, *path]))
+    return None
 
 
 def _supersedes_edges(*, project_ids: Iterable[int]) -> dict[int, list[int]]:
@@ -664,10 +672,6 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
         raise ValidationError(
             {"kind": RELATION_KIND_UNKNOWN.format(kind=shown(kind), kinds=", ".join(RelationKind.values))}
         )
-    if source.pk == target.pk:
-        raise ValidationError({"target": RELATION_TO_ITSELF})
-    if source.project_id != target.project_id:
-        raise ValidationError({"target": RELATION_OTHER_PROJECT.format(source=source.pk, target=target.pk)})
     # The event's label says relate; the request's history context says who, by which key and channel.
     with transaction.atomic(), _acting(actor):
         # One relation write per project at a time: two concurrent supersedes cannot close a cycle
@@ -682,11 +686,15 @@ def relate(*, source: KnowledgeItem, target: KnowledgeItem, kind: str, actor=Non
                 raise ValidationError(
                     {"target": RELATION_EXISTS.format(source=one, label=label, target=other)}
                 )
-        if kind == RelationKind.SUPERSEDES:
-            path = _supersedes_path(project_id=source.project_id, start=target.pk, goal=source.pk)
-            if path is not None:
-                cycle = " → ".join(f"#{pk}" for pk in [source.pk, *path])
-                raise ValidationError({"target": RELATION_CYCLE.format(cycle=cycle)})
+        refused = _refusal(
+            source=source.pk,
+            target=target.pk,
+            projects=(source.project_id, target.project_id),
+            kind=kind,
+            edges=lambda: _supersedes_edges(project_ids=[source.project_id]),
+        )
+        if refused is not None:
+            raise ValidationError({"target": refused})
         return Relation.objects.create(
             project_id=source.project_id, source=source, target=target, kind=kind, created_by=actor
         )
@@ -1279,25 +1287,23 @@ class _ImportPlan:
         )
         new = []
         for file, line, source, project_id, kind, (other, other_project) in resolved:
-            error = None
-            if other_project != project_id:
-                error = RELATION_OTHER_PROJECT.format(source=source, target=other)
-            elif other == source:
-                error = RELATION_TO_ITSELF
-            if error is not None:
-                self.report.relation_failed(file, line, str(error))
-                continue
             same = [(source, other, kind)]
             if kind in SYMMETRIC_KINDS:
                 same.append((other, source, kind))
             if any(one in held or one in made for one in same):
                 counts["skipped"] += 1
                 continue
+            refused = _refusal(
+                source=source,
+                target=other,
+                projects=(project_id, other_project),
+                kind=kind,
+                edges=lambda: edges,
+            )
+            if refused is not None:
+                self.report.relation_failed(file, line, refused)
+                continue
             if kind == RelationKind.SUPERSEDES:
-                if (path := _path(edges, start=other, goal=source)) is not None:
-                    cycle = " → ".join(f"#{pk}" for pk in [source, *path])
-                    self.report.relation_failed(file, line, RELATION_CYCLE.format(cycle=cycle))
-                    continue
                 edges.setdefault(source, []).append(other)
             made.add((source, other, kind))
             counts["created"] += 1

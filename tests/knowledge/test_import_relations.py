@@ -250,3 +250,28 @@ def test_an_exported_id_two_earlier_imports_gave_different_items_is_reported_amb
         }
     ]
     assert not Relation.objects.exists()
+
+
+def test_an_import_refuses_what_a_relation_write_refuses_a_cycle_of_supersedes_and_an_item_itself(cast):
+    lines = [
+        {"id": 1, "title": "Sessions last two hours", "content": "Since March.", "relations": []},
+        {"id": 2, "title": "Sessions last one hour", "content": "Until March.", "relations": []},
+        {"id": 3, "title": "Tokens are JWTs", "content": "Signed with RS256.", "relations": []},
+    ]
+    lines[0]["relations"] = [{"kind": "supersedes", "target": 2}]
+    lines[1]["relations"] = [{"kind": "supersedes", "target": 1}]  # closes the cycle the first line opened
+    lines[2]["relations"] = [{"kind": "relates_to", "target": 3}]
+    body = "\n".join(json.dumps(line) for line in lines).encode()
+    response = api_client_for(cast.owner).generic(
+        "POST", "/api/v1/items/import/?project=acme", body, content_type="application/x-ndjson"
+    )
+    assert response.status_code == 200, response.content
+    report = response.json()
+    assert report["relations"] == {"created": 1, "skipped": 0, "failed": 2}
+    refused = {error["line"]: error["errors"]["relations"][0] for error in report["errors"]}
+    two_hours, one_hour = (KnowledgeItem.objects.get(title=line["title"]).pk for line in lines[:2])
+    assert refused[2] == f"That would make a cycle of supersedes: #{one_hour} → #{two_hours} → #{one_hour}."
+    assert "itself" in refused[3]
+    assert list(Relation.objects.values_list("source", "kind", "target")) == [
+        (two_hours, "supersedes", one_hour)
+    ]
