@@ -217,12 +217,10 @@ class ItemRelationsApi(APIView):
         "the item itself, a relation that exists, or a cycle of supersedes (the cycle is named).",
     )
     def post(self, request, pk: int):
-        projects = request_projects(request)
-        item = selectors.item_get(projects=projects, pk=pk)
-        ensure_may(request, item.project, "write")
+        item = item_to_change(request, pk)
         data = validated(s.RelationCreateInputSerializer, request.data)
         try:
-            target = selectors.item_get(projects=projects, pk=data["target"])
+            target = selectors.item_get(projects=request_projects(request), pk=data["target"])
         except Http404:
             raise ApplicationError(RELATED_ITEM_UNKNOWN.format(pk=data["target"]), field="target") from None
         relation = services.relate(source=item, target=target, kind=data["kind"], actor=request.user)
